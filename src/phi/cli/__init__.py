@@ -1,0 +1,24 @@
+"""The `phi` command. Each sub-command is a thin adapter over one library call."""
+
+from __future__ import annotations
+
+import typer
+
+from phi.cli.bench import bench_app
+from phi.cli.memory import memory_app
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="phi",
+    help="phi: a digital entity on the AT Protocol, and a memory engine any agent can use.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(memory_app, name="memory")
+app.add_typer(bench_app, name="bench")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

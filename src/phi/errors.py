@@ -1,0 +1,63 @@
+"""The errors phi raises.
+
+One base, `PhiError`. A `UserError` is a mistake the caller can fix (bad input, a wrong
+setting, a store made by another embedding model); anything else is a runtime failure.
+The CLI and the web API map these to exit codes and HTTP statuses in one place each.
+
+This module imports nothing from phi, so every layer (`phi.memory` included) may use it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EmbedderMismatch",
+    "InvalidInput",
+    "NamespaceNotFound",
+    "PhiError",
+    "RowNotFound",
+    "StoreError",
+    "UserError",
+]
+
+
+class PhiError(Exception):
+    """Base class of every error phi raises on purpose."""
+
+
+class UserError(PhiError):
+    """A mistake the caller can fix: bad input, a wrong setting, a wrong file."""
+
+
+class InvalidInput(UserError):
+    """An argument was refused before anything was written."""
+
+
+class RowNotFound(UserError):
+    """No row has this id."""
+
+    def __init__(self, row_id: str) -> None:
+        self.row_id = row_id
+        super().__init__(f"no memory row with id {row_id!r}")
+
+
+class NamespaceNotFound(UserError):
+    """The namespace holds no rows."""
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        super().__init__(f"namespace {namespace!r} holds no rows (see `phi memory stats`)")
+
+
+class EmbedderMismatch(UserError):
+    """The store's vectors were made by another embedding model or dimension."""
+
+    def __init__(self, *, stored: str, stored_dim: int, given: str, given_dim: int) -> None:
+        self.stored, self.stored_dim, self.given, self.given_dim = stored, stored_dim, given, given_dim
+        super().__init__(
+            f"this store holds vectors from {stored!r} ({stored_dim}-d) but the embedder is "
+            f"{given!r} ({given_dim}-d); open it with the same embedder or use another store"
+        )
+
+
+class StoreError(UserError):
+    """The store file or URL cannot be used (corrupt, foreign, unsupported)."""
