@@ -1,0 +1,246 @@
+"""The write path: validate, deduplicate, embed, link, store — all or nothing.
+
+Edges are made here, not by the store, so every backend gets the same graph:
+- temporal: to the previous row of the same thread (or namespace, when there is no thread);
+- reference: to recent rows that mention the same handle, DID, URL or AT-URI;
+- semantic: to the nearest rows of the same namespace above a similarity threshold.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import numpy as np
+
+from phi.errors import InvalidInput
+from phi.memory.embed import Embedder, Vectors
+from phi.memory.model import (
+    KINDS,
+    MAX_CONTENT_CHARS,
+    MAX_TAGS,
+    TRUSTS,
+    Edge,
+    NewRow,
+    Row,
+    content_hash,
+    ensure_utc,
+    new_row_id,
+    utc_now,
+    validate_namespace,
+)
+from phi.memory.store.base import RowFilter, RowWrite, Store
+
+__all__ = ["IngestPolicy", "extract_refs", "write_rows"]
+
+_REF_PATTERNS: Final = (
+    re.compile(r"at://[^\s<>\"'()\[\]]+"),
+    re.compile(r"https?://[^\s<>\"'()\[\]]+"),
+    re.compile(r"\bdid:(?:plc|web):[A-Za-z0-9._:%-]+"),
+    re.compile(r"(?<![\w@/])@((?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]*)"),
+)
+_TRAILING: Final = ".,;:!?"
+
+
+@dataclass(frozen=True, kw_only=True)
+class IngestPolicy:
+    """How the write path links new rows into the graph."""
+
+    semantic_neighbours: int = 3
+    semantic_threshold: float = 0.6
+    """Cosine similarity above which two rows of a namespace are linked."""
+    reference_links: int = 5
+    """Newest rows to link per shared reference."""
+    reference_max_rows: int = 200
+    """A reference mentioned by more rows than this is too common to mean anything."""
+    ignore_refs: frozenset[str] = field(default_factory=frozenset)
+    """References never linked on, e.g. phi's own handle and DID (they are everywhere)."""
+
+
+def extract_refs(text: str) -> list[str]:
+    """Handles (`@alice.bsky.social` -> `alice.bsky.social`), DIDs, URLs and AT-URIs."""
+    refs: list[str] = []
+    for pattern in _REF_PATTERNS:
+        for match in pattern.finditer(text):
+            value = (match.group(1) if pattern.groups else match.group(0)).rstrip(_TRAILING)
+            refs.append(value.lower() if pattern.groups else value)
+    return list(dict.fromkeys(refs))
+
+
+def _validate(item: NewRow) -> None:
+    validate_namespace(item.namespace)
+    if item.kind not in KINDS:
+        raise InvalidInput(f"unknown kind {item.kind!r}; expected one of {', '.join(KINDS)}")
+    if item.trust not in TRUSTS:
+        raise InvalidInput(f"unknown trust {item.trust!r}; expected one of {', '.join(TRUSTS)}")
+    if not item.content.strip():
+        raise InvalidInput(f"empty content for namespace {item.namespace!r}; nothing to remember")
+    if len(item.content) > MAX_CONTENT_CHARS:
+        raise InvalidInput(
+            f"content of {len(item.content)} characters is over the limit of {MAX_CONTENT_CHARS};"
+            " split it into several rows"
+        )
+    if len(item.tags) > MAX_TAGS:
+        raise InvalidInput(f"{len(item.tags)} tags given; a row takes at most {MAX_TAGS}")
+    if any(not t.strip() for t in item.tags):
+        raise InvalidInput("a tag is empty")
+    if item.created_at is not None:
+        ensure_utc(item.created_at)
+
+
+def _build_row(item: NewRow, now: datetime) -> Row:
+    return Row(
+        row_id=new_row_id(),
+        namespace=item.namespace,
+        kind=item.kind,
+        content=item.content,
+        status=item.status,
+        supersedes=item.supersedes,
+        trust=item.trust,
+        tags=tuple(item.tags),
+        source_uris=tuple(dict.fromkeys(item.source_uris)),
+        author=item.author,
+        created_at=ensure_utc(item.created_at) if item.created_at else now,
+        updated_at=now,
+        meta=dict(item.meta),
+        content_hash=content_hash(item.kind, item.content, item.source_uris),
+    )
+
+
+async def write_rows(
+    store: Store, embedder: Embedder, items: Sequence[NewRow], *, policy: IngestPolicy
+) -> list[Row]:
+    """Write `items`, returning one row per item (an existing row for a repeated write)."""
+    for item in items:
+        _validate(item)
+    now = utc_now()
+    rows: list[Row] = []
+    fresh: dict[tuple[str, str], Row] = {}
+    existing: dict[tuple[str, str], Row] = {}
+    for namespace in {i.namespace for i in items}:
+        hashes = [content_hash(i.kind, i.content, i.source_uris) for i in items if i.namespace == namespace]
+        for chash, row in (await store.find_by_hash(namespace, hashes)).items():
+            existing[namespace, chash] = row
+    for item in items:
+        key = (item.namespace, content_hash(item.kind, item.content, item.source_uris))
+        row = existing.get(key) or fresh.get(key)
+        if row is None:
+            row = fresh[key] = _build_row(item, now)
+        rows.append(row)
+    new_rows = list(fresh.values())
+    if not new_rows:
+        return rows
+    vectors = await embedder.embed([r.content for r in new_rows])
+    edges = await _link(store, new_rows, vectors, policy)
+    refs = [_row_refs(r, policy) for r in new_rows]
+    await store.write(
+        [RowWrite(row=r, vector=v, refs=tuple(f)) for r, v, f in zip(new_rows, vectors, refs, strict=True)],
+        edges,
+    )
+    return rows
+
+
+def _row_refs(row: Row, policy: IngestPolicy) -> list[str]:
+    found = extract_refs(row.content)
+    for uri in row.source_uris:
+        found += extract_refs(uri) or [uri]
+    if row.author:
+        found.append(row.author)
+    return [r for r in dict.fromkeys(found) if r not in policy.ignore_refs]
+
+
+async def _link(store: Store, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy) -> list[Edge]:
+    edges: list[Edge] = []
+    edges += await _temporal_edges(store, rows)
+    edges += await _semantic_edges(store, rows, vectors, policy)
+    edges += await _reference_edges(store, rows, policy)
+    return list({(e.src, e.dst, e.edge_type): e for e in edges}.values())
+
+
+def _thread(row: Row) -> str | None:
+    thread = row.meta.get("thread")
+    return thread if isinstance(thread, str) and thread else None
+
+
+async def _temporal_edges(store: Store, rows: Sequence[Row]) -> list[Edge]:
+    """Link each row to the previous row of its thread and of its namespace."""
+    previous: dict[tuple[str, str | None], str | None] = {}
+    edges = []
+    for row in rows:
+        scopes = [(row.namespace, None)]
+        if (thread := _thread(row)) is not None:
+            scopes.insert(0, (row.namespace, thread))
+        linked: set[str] = set()
+        for key in scopes:
+            if key not in previous:
+                before = await store.latest(
+                    RowFilter(
+                        namespaces=(row.namespace,),
+                        thread=key[1],
+                        statuses=None,
+                        until=row.created_at + timedelta(microseconds=1),
+                    ),
+                    limit=1,
+                )
+                previous[key] = before[0].row_id if before else None
+            prev_id = previous[key]
+            if prev_id is not None and prev_id not in linked:
+                edges.append(Edge(src=prev_id, dst=row.row_id, edge_type="temporal", weight=1.0))
+                linked.add(prev_id)
+            previous[key] = row.row_id
+    return edges
+
+
+async def _semantic_edges(
+    store: Store, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy
+) -> list[Edge]:
+    if policy.semantic_neighbours <= 0:
+        return []
+    edges = []
+    within = vectors @ vectors.T
+    for i, row in enumerate(rows):
+        hits = await store.vector_search(
+            vectors[i], RowFilter(namespaces=(row.namespace,)), limit=policy.semantic_neighbours
+        )
+        candidates = [(h.score, h.row_id) for h in hits]
+        candidates += [
+            (float(within[i, j]), rows[j].row_id)
+            for j in range(i)
+            if rows[j].namespace == row.namespace and rows[j].status == "active"
+        ]
+        candidates.sort(reverse=True)
+        for score, other in candidates[: policy.semantic_neighbours]:
+            if score >= policy.semantic_threshold:
+                edges.append(Edge(src=other, dst=row.row_id, edge_type="semantic", weight=round(score, 4)))
+    return edges
+
+
+async def _reference_edges(store: Store, rows: Sequence[Row], policy: IngestPolicy) -> list[Edge]:
+    if policy.reference_links <= 0:
+        return []
+    refs_by_row = {r.row_id: _row_refs(r, policy) for r in rows}
+    all_refs = sorted({ref for refs in refs_by_row.values() for ref in refs})
+    counts = await store.ref_counts(all_refs)
+    edges = []
+    seen: dict[str, list[str]] = {}
+    for row in rows:
+        for ref in refs_by_row[row.row_id]:
+            if counts.get(ref, 0) + len(seen.get(ref, ())) >= policy.reference_max_rows:
+                continue
+            others = seen.get(ref, [])[-policy.reference_links :]
+            if len(others) < policy.reference_links:
+                stored = await store.rows_with_ref(
+                    ref, RowFilter(statuses=None), limit=policy.reference_links - len(others)
+                )
+                others = stored + others
+            edges += [
+                Edge(src=other, dst=row.row_id, edge_type="reference", weight=1.0)
+                for other in others
+                if other != row.row_id
+            ]
+            seen.setdefault(ref, []).append(row.row_id)
+    return edges
+

@@ -1,0 +1,336 @@
+"""`Memory`: the engine's one public object. Every surface (CLI, agent, MCP, web) calls it.
+
+    async with Memory.open("~/.phi/memory.db") as memory:
+        await memory.remember("likes rust", namespace=user_namespace(did), kind="observation")
+        hits = await memory.search("what language does she like?", namespace=...)
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+
+from phi.errors import InvalidInput, NamespaceNotFound, RowNotFound
+from phi.memory.embed import Embedder, MiniLMEmbedder
+from phi.memory.ingest import IngestPolicy, write_rows
+from phi.memory.model import (
+    MAX_CONTENT_CHARS,
+    STATUSES,
+    TRUST_OF_KIND,
+    Edge,
+    EdgeType,
+    Kind,
+    NewRow,
+    Row,
+    Status,
+    Trust,
+    Turn,
+    ensure_utc,
+    utc_now,
+    validate_namespace,
+)
+from phi.memory.preload import ContextWindow, render_window
+from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe, recall
+from phi.memory.store import EmbeddingSpec, ForgetReport, NamespaceInfo, RowFilter, Store, StoreStats
+from phi.memory.store import open_store as _open_store
+
+__all__ = ["Memory", "Neighbour"]
+
+Namespaces = str | Sequence[str] | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Neighbour:
+    """A row linked to another, with the edge that links them."""
+
+    edge: Edge
+    row: Row
+
+
+@dataclass(kw_only=True)
+class Memory:
+    """phi's memory over one store and one embedder."""
+
+    store: Store
+    embedder: Embedder = field(default_factory=MiniLMEmbedder)
+    ingest_policy: IngestPolicy = field(default_factory=IngestPolicy)
+    recipe: RecallRecipe = DEFAULT_RECIPE
+    _write_lock: anyio.Lock = field(default_factory=anyio.Lock, init=False, repr=False)
+
+    @classmethod
+    def open(
+        cls,
+        location: str | Path,
+        *,
+        embedder: Embedder | None = None,
+        ingest_policy: IngestPolicy | None = None,
+        recipe: RecallRecipe = DEFAULT_RECIPE,
+    ) -> Memory:
+        """A memory at `location` (a SQLite file path); connect with `async with`."""
+        return cls(
+            store=_open_store(str(Path(location).expanduser()) if "://" not in str(location) else str(location)),
+            embedder=embedder or MiniLMEmbedder(),
+            ingest_policy=ingest_policy or IngestPolicy(),
+            recipe=recipe,
+        )
+
+    async def __aenter__(self) -> Self:
+        await self.store.connect()
+        try:
+            await self._check_embedder()
+        except BaseException:
+            await self.store.close()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.store.close()
+
+    async def _check_embedder(self) -> None:
+        await self.store.bind_embedding(
+            EmbeddingSpec(model=self.embedder.name, dimension=self.embedder.dimension)
+        )
+
+    # -- writing -------------------------------------------------------------------------
+
+    async def remember(
+        self,
+        content: str,
+        *,
+        namespace: str,
+        kind: Kind = "note",
+        trust: Trust | None = None,
+        tags: Sequence[str] = (),
+        source_uris: Sequence[str] = (),
+        author: str | None = None,
+        created_at: datetime | None = None,
+        thread: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        supersedes: str | None = None,
+    ) -> Row:
+        """Store one row (or return the existing one: the same text and sources make one row)."""
+        (row,) = await self.remember_many([
+            self.new_row(
+                content, namespace=namespace, kind=kind, trust=trust, tags=tags,
+                source_uris=source_uris, author=author, created_at=created_at, thread=thread,
+                meta=meta, supersedes=supersedes,
+            )
+        ])  # fmt: skip
+        return row
+
+    @staticmethod
+    def new_row(
+        content: str,
+        *,
+        namespace: str,
+        kind: Kind = "note",
+        trust: Trust | None = None,
+        tags: Sequence[str] = (),
+        source_uris: Sequence[str] = (),
+        author: str | None = None,
+        created_at: datetime | None = None,
+        thread: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+        supersedes: str | None = None,
+    ) -> NewRow:
+        """A row to pass to `remember_many` (same arguments as `remember`)."""
+        full_meta = dict(meta or {})
+        if thread is not None:
+            full_meta["thread"] = thread
+        return NewRow(
+            namespace=namespace, kind=kind, content=content,
+            trust=trust or TRUST_OF_KIND.get(kind, "medium"), tags=tuple(tags),
+            source_uris=tuple(source_uris), author=author, created_at=created_at,
+            meta=full_meta, supersedes=supersedes,
+        )  # fmt: skip
+
+    async def remember_many(self, rows: Sequence[NewRow]) -> list[Row]:
+        """Store several rows in one transaction, embedding them in batches."""
+        async with self._write_lock:
+            return await write_rows(self.store, self.embedder, rows, policy=self.ingest_policy)
+
+    async def record_interaction(
+        self,
+        turns: Sequence[Turn],
+        *,
+        namespace: str,
+        author: str | None = None,
+        source_uris: Sequence[str] = (),
+        created_at: datetime | None = None,
+        thread: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Row:
+        """Store a verbatim exchange ("speaker: text" per line) as a high-trust `interaction`."""
+        if not turns:
+            raise InvalidInput("an interaction needs at least one turn")
+        content = "\n".join(f"{t.speaker}: {t.text}" for t in turns)
+        if len(content) > MAX_CONTENT_CHARS:
+            raise InvalidInput(
+                f"interaction of {len(content)} characters is over the limit of {MAX_CONTENT_CHARS}"
+            )
+        full_meta = dict(meta or {})
+        full_meta["turns"] = [{"speaker": t.speaker, "text": t.text, "by_phi": t.by_phi} for t in turns]
+        return await self.remember(
+            content, namespace=namespace, kind="interaction", trust="high", author=author,
+            source_uris=source_uris, created_at=created_at, thread=thread, meta=full_meta,
+        )  # fmt: skip
+
+    # -- reading -------------------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        namespace: Namespaces = None,
+        kinds: Sequence[Kind] | None = None,
+        status: Status | None = "active",
+        author: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        limit: int = 10,
+        recipe: RecallRecipe | None = None,
+        now: datetime | None = None,
+    ) -> list[Recalled]:
+        """Hybrid recall: the best `limit` rows for `query`, best first.
+
+        A query naming a namespace only ever sees that namespace (graph expansion included).
+        `status=None` includes superseded rows.
+        """
+        if not query.strip():
+            raise InvalidInput("empty query; say what to recall")
+        if not 1 <= limit <= 1000:
+            raise InvalidInput(f"limit {limit} is out of range 1-1000")
+        where = await self._filter(namespace, kinds, status, author, since, until)
+        return await recall(
+            self.store, self.embedder, query, where, limit=limit,
+            now=ensure_utc(now) if now else utc_now(), recipe=recipe or self.recipe,
+        )  # fmt: skip
+
+    async def _filter(
+        self,
+        namespace: Namespaces,
+        kinds: Sequence[Kind] | None,
+        status: Status | None,
+        author: str | None,
+        since: datetime | None,
+        until: datetime | None,
+    ) -> RowFilter:
+        names = (namespace,) if isinstance(namespace, str) else tuple(namespace) if namespace else None
+        if names is not None:
+            for name in names:
+                validate_namespace(name)
+            if await self.store.count(RowFilter(namespaces=names, statuses=None)) == 0:
+                raise NamespaceNotFound(", ".join(names))
+        if status is not None and status not in STATUSES:
+            raise InvalidInput(f"unknown status {status!r}; expected one of {', '.join(STATUSES)}")
+        return RowFilter(
+            namespaces=names, kinds=tuple(kinds) if kinds else None,
+            statuses=(status,) if status else None, author=author,
+            since=ensure_utc(since) if since else None, until=ensure_utc(until) if until else None,
+        )  # fmt: skip
+
+    async def get(self, row_id: str) -> Row:
+        """One row by id."""
+        rows = await self.store.get_rows([row_id])
+        if not rows:
+            raise RowNotFound(row_id)
+        return rows[0]
+
+    async def neighbors(self, row_id: str, *, types: Sequence[EdgeType] | None = None) -> list[Neighbour]:
+        """The rows linked to `row_id` in its own namespace, strongest edge first."""
+        row = await self.get(row_id)
+        edges = await self.store.edges([row_id], types=types)
+        linked = {r.row_id: r for r in await self.store.get_rows([e.other(row_id) for e in edges])}
+        found = [
+            Neighbour(edge=e, row=linked[e.other(row_id)])
+            for e in edges
+            if e.other(row_id) in linked and linked[e.other(row_id)].namespace == row.namespace
+        ]
+        return sorted(found, key=lambda n: (-n.edge.weight, n.edge.edge_type, n.row.row_id))
+
+    async def recent(self, *, namespace: Namespaces = None, limit: int = 10) -> list[Row]:
+        """The newest active rows, newest first."""
+        where = await self._filter(namespace, None, "active", None, None, None)
+        return await self.store.latest(where, limit=limit)
+
+    async def preload(
+        self,
+        hint: str,
+        *,
+        namespace: Namespaces = None,
+        budget_tokens: int = 1500,
+        recent: int = 8,
+        relevant: int = 12,
+        now: datetime | None = None,
+    ) -> ContextWindow:
+        """The context a session starts with: recent, relevant and connected rows."""
+        if budget_tokens < 50:
+            raise InvalidInput(f"budget of {budget_tokens} tokens is too small; give at least 50")
+        moment = ensure_utc(now) if now else utc_now()
+        where = await self._filter(namespace, None, "active", None, None, None)
+        latest = [
+            Recalled(row=r, score=0.0, matched_by="graph", age_seconds=r.age_seconds(moment))
+            for r in await self.store.latest(where, limit=recent)
+        ]
+        seen = {r.row.row_id for r in latest}
+        found = (
+            await recall(self.store, self.embedder, hint, where, limit=relevant + len(seen), now=moment, recipe=self.recipe)
+            if hint.strip()
+            else []
+        )
+        relevant_rows = [r for r in found if r.row.row_id not in seen][:relevant]
+        seen |= {r.row.row_id for r in relevant_rows}
+        connected = await self._connected(relevant_rows, where, seen, moment)
+        scope = ", ".join(where.namespaces) if where.namespaces else "all namespaces"
+        return render_window(
+            hint, scope, {"recent": latest, "relevant": relevant_rows, "connected": connected},
+            budget_tokens=budget_tokens,
+        )  # fmt: skip
+
+    async def _connected(
+        self, seeds: Sequence[Recalled], where: RowFilter, seen: set[str], moment: datetime
+    ) -> list[Recalled]:
+        from phi.memory.store.base import row_matches
+
+        if not seeds:
+            return []
+        weights: dict[str, float] = {}
+        seed_score = {s.row.row_id: s.score for s in seeds}
+        for edge in await self.store.edges(list(seed_score)):
+            for a, b in ((edge.src, edge.dst), (edge.dst, edge.src)):
+                if a in seed_score and b not in seen:
+                    weights[b] = weights.get(b, 0.0) + edge.weight * seed_score[a]
+        rows = await self.store.get_rows(list(weights))
+        out = [
+            Recalled(row=r, score=weights[r.row_id], matched_by="graph", age_seconds=r.age_seconds(moment))
+            for r in rows
+            if row_matches(r, where)
+        ]
+        return sorted(out, key=lambda r: -r.score)
+
+    # -- housekeeping --------------------------------------------------------------------
+
+    async def namespaces(self, *, prefix: str | None = None) -> list[NamespaceInfo]:
+        return await self.store.namespaces(prefix=prefix)
+
+    async def stats(self) -> StoreStats:
+        return await self.store.stats()
+
+    async def export(self, *, namespace: Namespaces = None, status: Status | None = None) -> AsyncIterator[Row]:
+        """Every row (of `namespace`), oldest first."""
+        where = await self._filter(namespace, None, status, None, None, None)
+        async for row in self.store.scan(where):
+            yield row
+
+    async def forget(self, namespace: str) -> ForgetReport:
+        """Erase a namespace for good: the only hard delete, for a person who asks."""
+        validate_namespace(namespace)
+        return await self.store.forget(namespace)

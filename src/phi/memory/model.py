@@ -1,0 +1,207 @@
+"""The data model of phi's memory: rows, edges and the names they use.
+
+A row lives in one namespace and is never edited in place by the pipeline: a change of
+belief writes a new row that `supersedes` the old one, and the old one's status becomes
+`superseded`. Edges connect rows with a type and a weight; the recall path walks them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Literal, get_args
+
+from phi.errors import InvalidInput
+
+__all__ = [
+    "EDGE_TYPES",
+    "KINDS",
+    "MAX_CONTENT_CHARS",
+    "MAX_TAGS",
+    "STATUSES",
+    "TRUST_OF_KIND",
+    "Edge",
+    "EdgeType",
+    "Kind",
+    "NewRow",
+    "Row",
+    "Status",
+    "Trust",
+    "Turn",
+    "content_hash",
+    "new_row_id",
+    "user_namespace",
+    "validate_namespace",
+]
+
+Kind = Literal["interaction", "observation", "exploration_note", "summary", "note"]
+"""What a row is. `note` is phi's own note about the world (the `phi-episodic` namespace)."""
+
+Status = Literal["active", "superseded"]
+Trust = Literal["high", "medium", "low", "lowest"]
+EdgeType = Literal["temporal", "semantic", "reference", "causal", "supersedes"]
+
+KINDS: Final[tuple[Kind, ...]] = get_args(Kind)
+STATUSES: Final[tuple[Status, ...]] = get_args(Status)
+EDGE_TYPES: Final[tuple[EdgeType, ...]] = get_args(EdgeType)
+TRUSTS: Final[tuple[Trust, ...]] = get_args(Trust)
+
+TRUST_OF_KIND: Final[Mapping[Kind, Trust]] = {
+    "interaction": "high",
+    "note": "medium",
+    "observation": "medium",
+    "summary": "low",
+    "exploration_note": "lowest",
+}
+"""Default trust: verbatim words beat extracted facts, which beat syntheses and research."""
+
+MAX_CONTENT_CHARS: Final = 20_000
+"""Longer text belongs in several rows: one embedding cannot represent it anyway."""
+MAX_TAGS: Final = 3
+MAX_NAMESPACE_CHARS: Final = 200
+
+_NAMESPACE_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:%-]*$")
+_DID_RE: Final = re.compile(r"^did:[a-z]+:[A-Za-z0-9._:%-]+$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Turn:
+    """One utterance of a verbatim exchange."""
+
+    speaker: str
+    """Who said it, as it should read in context (a handle like `@alice.test`, or a name)."""
+    text: str
+    """What they said, verbatim."""
+    by_phi: bool = False
+    """Whether phi said it: extraction never learns about a person from phi's own words."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewRow:
+    """A row to be written; the store assigns ids and timestamps."""
+
+    namespace: str
+    kind: Kind
+    content: str
+    trust: Trust
+    tags: tuple[str, ...] = ()
+    source_uris: tuple[str, ...] = ()
+    author: str | None = None
+    """The DID the row is about, when it is about a person."""
+    status: Status = "active"
+    supersedes: str | None = None
+    created_at: datetime | None = None
+    """When the remembered thing happened; now if not given."""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    """A stored memory row."""
+
+    row_id: str
+    """Stable, unique, time-ordered id."""
+    namespace: str
+    kind: Kind
+    content: str
+    status: Status
+    supersedes: str | None
+    trust: Trust
+    tags: tuple[str, ...]
+    source_uris: tuple[str, ...]
+    author: str | None
+    created_at: datetime
+    updated_at: datetime
+    meta: Mapping[str, Any]
+    content_hash: str
+    """Identity for idempotent writes: kind, content and sources."""
+
+    def age_seconds(self, now: datetime) -> float:
+        """How long ago the remembered thing happened, as of `now`."""
+        return max(0.0, (now - self.created_at).total_seconds())
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (timestamps in ISO 8601)."""
+        return {
+            "row_id": self.row_id,
+            "namespace": self.namespace,
+            "kind": self.kind,
+            "content": self.content,
+            "status": self.status,
+            "supersedes": self.supersedes,
+            "trust": self.trust,
+            "tags": list(self.tags),
+            "source_uris": list(self.source_uris),
+            "author": self.author,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+            "meta": dict(self.meta),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class Edge:
+    """A typed, weighted link between two rows (`src` happened first for temporal edges)."""
+
+    src: str
+    dst: str
+    edge_type: EdgeType
+    weight: float = 1.0
+    created_at: datetime | None = None
+
+    def other(self, row_id: str) -> str:
+        """The end of this edge that is not `row_id`."""
+        return self.dst if self.src == row_id else self.src
+
+
+def user_namespace(did: str) -> str:
+    """The namespace of one person, keyed by DID (which survives handle changes)."""
+    if not _DID_RE.match(did):
+        raise InvalidInput(f"not a DID: {did!r} (expected e.g. 'did:plc:abc123')")
+    return f"phi-users-{did}"
+
+
+def validate_namespace(namespace: str) -> str:
+    """Return `namespace` if it is a valid name, else raise `InvalidInput`."""
+    if not namespace or len(namespace) > MAX_NAMESPACE_CHARS or not _NAMESPACE_RE.match(namespace):
+        raise InvalidInput(
+            f"invalid namespace {namespace!r}: use 1-{MAX_NAMESPACE_CHARS} characters "
+            "from letters, digits and . _ : % - (starting with a letter or digit)"
+        )
+    return namespace
+
+
+def content_hash(kind: str, content: str, source_uris: Sequence[str]) -> str:
+    """The identity of a write: the same kind, text and sources make one row."""
+    payload = json.dumps([kind, content, sorted(set(source_uris))], ensure_ascii=False)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def new_row_id() -> str:
+    """A UUIDv7: unique, and sortable by creation time."""
+    ms = time.time_ns() // 1_000_000
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | (rand >> 68 & 0xFFF) << 64
+    value |= 0b10 << 62 | (rand & ((1 << 62) - 1))
+    return str(uuid.UUID(int=value))
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+def ensure_utc(moment: datetime) -> datetime:
+    """Refuse naive datetimes (their zone is a guess) and normalise to UTC."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise InvalidInput(
+            f"timestamp {moment.isoformat()!r} has no timezone; pass an aware datetime"
+        )
+    return moment.astimezone(UTC)

@@ -1,0 +1,135 @@
+"""Connection setup and migrations of the SQLite store.
+
+Every connection passes through `prepare_connection`. Migrations are ordered functions
+registered by `@migration`; each commits together with its bookkeeping row, and an applied
+migration is never edited: a change of schema is a new migration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+import apsw
+import sqlite_vec
+
+__all__ = ["APPLICATION_ID", "apply_migrations", "create_vector_table", "prepare_connection"]
+
+APPLICATION_ID: Final = 0x70686931
+"""`PRAGMA application_id` of a phi store ("phi1"), so a foreign SQLite file is recognised."""
+
+BUSY_TIMEOUT_MS: Final = 10_000
+
+Migration = Callable[[apsw.Connection], None]
+_MIGRATIONS: list[tuple[str, Migration]] = []
+
+
+def migration(fn: Migration) -> Migration:
+    _MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+def prepare_connection(conn: apsw.Connection) -> None:
+    """Load sqlite-vec and set WAL, foreign keys and a busy timeout."""
+    conn.enable_load_extension(True)
+    conn.load_extension(sqlite_vec.loadable_path())
+    conn.enable_load_extension(False)
+    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+
+
+def apply_migrations(conn: apsw.Connection) -> list[str]:
+    """Apply pending migrations in order; return the names applied."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS phi_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    done = {name for (name,) in conn.execute("SELECT name FROM phi_migrations")}
+    applied = []
+    for name, fn in _MIGRATIONS:
+        if name in done:
+            continue
+        with conn:  # one transaction: the change and its bookkeeping row
+            fn(conn)
+            conn.execute(
+                "INSERT INTO phi_migrations (name, applied_at) VALUES (?, datetime('now'))", (name,)
+            )
+        applied.append(name)
+    return applied
+
+
+def create_vector_table(conn: apsw.Connection, dimension: int) -> None:
+    """The `vec0` table, partitioned by namespace so a scoped KNN reads one partition.
+
+    Filter columns live in the vector table too, so filtered KNN stays exact instead of
+    being post-filtered. `author` is `''` for none: vec0 metadata cannot be NULL.
+    """
+    conn.execute(
+        f"""CREATE VIRTUAL TABLE IF NOT EXISTS row_vectors USING vec0(
+            id INTEGER PRIMARY KEY,
+            namespace TEXT PARTITION KEY,
+            embedding FLOAT[{int(dimension)}] distance_metric=cosine,
+            kind TEXT,
+            status TEXT,
+            author TEXT,
+            created_at FLOAT
+        )"""
+    )
+
+
+@migration
+def m001_initial(conn: apsw.Connection) -> None:
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(
+        """
+        CREATE TABLE phi_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        CREATE TABLE rows (
+            id INTEGER PRIMARY KEY,
+            row_id TEXT NOT NULL UNIQUE,
+            namespace TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            content TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            status TEXT NOT NULL CHECK (status IN ('active', 'superseded')),
+            supersedes TEXT,
+            trust TEXT NOT NULL,
+            tags TEXT NOT NULL,
+            source_uris TEXT NOT NULL,
+            author TEXT,
+            thread TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            meta TEXT NOT NULL
+        );
+        CREATE UNIQUE INDEX rows_identity ON rows (namespace, content_hash);
+        CREATE INDEX rows_scope ON rows (namespace, status, created_at);
+        CREATE INDEX rows_author ON rows (author, created_at) WHERE author IS NOT NULL;
+        CREATE INDEX rows_thread ON rows (thread, created_at) WHERE thread IS NOT NULL;
+        CREATE INDEX rows_created ON rows (created_at);
+
+        CREATE TABLE edges (
+            src INTEGER NOT NULL REFERENCES rows (id) ON DELETE CASCADE,
+            dst INTEGER NOT NULL REFERENCES rows (id) ON DELETE CASCADE,
+            type TEXT NOT NULL,
+            weight REAL NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (src, dst, type)
+        ) WITHOUT ROWID;
+        CREATE INDEX edges_dst ON edges (dst);
+
+        CREATE TABLE row_refs (
+            ref TEXT NOT NULL,
+            id INTEGER NOT NULL REFERENCES rows (id) ON DELETE CASCADE,
+            PRIMARY KEY (ref, id)
+        ) WITHOUT ROWID;
+        CREATE INDEX row_refs_id ON row_refs (id);
+
+        -- nskey is one token per namespace ('n' + hash) so a BM25 query can be scoped
+        -- inside the index; contentless with delete support keeps the text stored once.
+        CREATE VIRTUAL TABLE row_text USING fts5(
+            content, nskey, tokenize = 'porter unicode61', content = '', contentless_delete = 1
+        );
+        """
+    )
