@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings"]
@@ -42,6 +42,40 @@ class Settings(BaseSettings):
     nsid_prefix: str = "io.phi"
     """Prefix of the record collections phi owns on its PDS."""
 
+    handle: str | None = None
+    """phi's handle on the network (e.g. `phi.bsky.social`)."""
+
+    app_password: SecretStr | None = None
+    """An app password of phi's account (never the main password)."""
+
+    pds_url: str = "https://bsky.social"
+    """The PDS phi logs in to; its AppView answers the `app.bsky.*` reads."""
+
+    owner_handle: str | None = None
+    """phi's owner: always allowed to be mentioned, and the one who approves gated actions."""
+
+    sandbox_cache: Path | None = None
+    """Install cache of the local sandbox (Node 22, `@atproto/dev-env`); default
+    `<project>/.cache/sandbox` in a source checkout, else `<home>/cache/sandbox`."""
+
+    sandbox_port: int = 2582
+    """First port of the sandbox: PLC here, PDS +1, AppView +2, indexing hook +3."""
+
+    sandbox_postgres_url: str = "postgres://postgres@127.0.0.1:5432/postgres"
+    """PostgreSQL the sandbox's AppView uses."""
+
+    sandbox_redis_host: str = "127.0.0.1:6379"
+    """Redis (`host:port`) the sandbox's AppView uses."""
+
     def resolved_memory_url(self) -> str:
         """The memory store location, defaulting to a file under `home`."""
         return self.memory_url or str(self.home / "memory.db")
+
+    def resolved_sandbox_cache(self) -> Path:
+        """The sandbox install cache: `sandbox_cache`, or a project-local default."""
+        if self.sandbox_cache is not None:
+            return self.sandbox_cache
+        checkout = Path(__file__).resolve().parents[2]
+        if (checkout / "pyproject.toml").exists() and (checkout / "src" / "phi").is_dir():
+            return checkout / ".cache" / "sandbox"
+        return self.home / "cache" / "sandbox"
