@@ -13,7 +13,7 @@ import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import anyio
 from atproto_client import AsyncClient  # type: ignore[import-untyped]
@@ -50,6 +50,8 @@ class ClientConfig:
     """phi's owner, always allowed to be mentioned."""
     retry: RetryPolicy = DEFAULT_RETRY
     """Retries of transient failures."""
+    mention_policy: Literal["consent", "anyone"] = "consent"
+    """`consent`: tag only consenting handles (phi); `anyone`: a person's own client."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ClientConfig:

@@ -222,7 +222,10 @@ class PhiClient(RecordMethods):
         handles = mentioned_handles(text)
         if not handles:
             return {}
-        allowed = await self.consented_handles()
+        if self.config.mention_policy == "anyone":
+            allowed = set(handles)
+        else:
+            allowed = await self.consented_handles()
         if replying_to:
             allowed.add(replying_to.lower())
         dids: dict[str, str] = {}

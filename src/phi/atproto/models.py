@@ -12,6 +12,8 @@ from typing import Any
 
 from atproto_client import models  # type: ignore[import-untyped]
 
+from phi.atproto.text import Facet
+
 __all__ = ["Identity", "Notification", "Post", "PostRef", "Profile", "RecordRef", "Thread"]
 
 
@@ -61,6 +63,22 @@ class RecordRef:
         return self.uri.rsplit("/", 1)[-1]
 
 
+def _facets(raw: list[Any] | None) -> list[Facet]:
+    found: list[Facet] = []
+    for facet in raw or []:
+        start, end = facet.index.byte_start, facet.index.byte_end
+        for feature in facet.features:
+            if isinstance(feature, models.AppBskyRichtextFacet.Mention):
+                found.append(
+                    Facet(kind="mention", byte_start=start, byte_end=end, value=feature.did)
+                )
+            elif isinstance(feature, models.AppBskyRichtextFacet.Link):
+                found.append(Facet(kind="link", byte_start=start, byte_end=end, value=feature.uri))
+            elif isinstance(feature, models.AppBskyRichtextFacet.Tag):
+                found.append(Facet(kind="tag", byte_start=start, byte_end=end, value=feature.tag))
+    return found
+
+
 def _reply_refs(record: Any) -> tuple[PostRef | None, PostRef | None]:
     reply = getattr(record, "reply", None)
     if reply is None:
@@ -94,6 +112,8 @@ class Post:
     """Likes seen by the AppView."""
     reply_count: int = 0
     """Replies seen by the AppView."""
+    facets: list[Facet] = field(default_factory=list)
+    """Mentions, links and hashtags in `text` (UTF-8 byte offsets)."""
 
     @property
     def ref(self) -> PostRef:
@@ -116,6 +136,7 @@ class Post:
             reply_parent=parent,
             like_count=view.like_count or 0,
             reply_count=view.reply_count or 0,
+            facets=_facets(getattr(record, "facets", None)),
         )
 
 

@@ -6,6 +6,7 @@ import typer
 
 from phi.cli.bench import bench_app
 from phi.cli.memory import memory_app
+from phi.cli.sandbox import sandbox_app
 
 __all__ = ["app", "main"]
 
@@ -17,6 +18,7 @@ app = typer.Typer(
 )
 app.add_typer(memory_app, name="memory")
 app.add_typer(bench_app, name="bench")
+app.add_typer(sandbox_app, name="sandbox")
 
 
 def main() -> None:

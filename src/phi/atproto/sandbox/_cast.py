@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+from phi.atproto._session import ClientConfig
 from phi.errors import InvalidInput
 
 __all__ = ["CAST", "CastMember", "CastRole", "SandboxAccount", "SandboxInfo", "cast_env"]
@@ -96,6 +97,22 @@ class SandboxInfo(BaseModel):
         except KeyError:
             known = ", ".join(sorted(self.accounts))
             raise InvalidInput(f"no cast member {name!r}; the cast is {known}") from None
+
+    def client_config(self, name: str, *, nsid_prefix: str = "io.phi") -> ClientConfig:
+        """How to log in as cast member `name` with its app password.
+
+        phi follows the consent rule for mentions (its owner is `operator`); the people
+        may tag anyone, as any Bluesky client lets them.
+        """
+        account = self.account(name)
+        return ClientConfig(
+            pds_url=self.pds_url,
+            handle=account.handle,
+            password=account.app_password,
+            nsid_prefix=nsid_prefix,
+            owner_handle=self.account("operator").handle if "operator" in self.accounts else None,
+            mention_policy="consent" if name == "phi" else "anyone",
+        )
 
     @classmethod
     def read(cls, path: Path) -> SandboxInfo:
