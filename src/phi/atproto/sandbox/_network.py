@@ -114,6 +114,9 @@ class Sandbox:
 
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
+        # Launchers this object started: kept so they are reaped here, not warned about
+        # by `Popen.__del__` while still running.
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     @property
     def _pid_file(self) -> Path:
@@ -249,6 +252,7 @@ class Sandbox:
                 )
 
         proc = await anyio.to_thread.run_sync(start)
+        self._children[proc.pid] = proc
         self._pid_file.write_text(str(proc.pid))
         return proc
 
@@ -315,6 +319,9 @@ class Sandbox:
                 await anyio.sleep(0.1)
             if not _alive(pid):
                 break
+        child = self._children.pop(pid, None)
+        if child is not None:
+            await anyio.to_thread.run_sync(child.wait)
         self._pid_file.unlink(missing_ok=True)
         self.cast_file.unlink(missing_ok=True)
 
