@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ async def test_session_is_persisted_and_renewed(cast: SandboxInfo, tmp_path: Pat
     wrong = ClientConfig(
         pds_url=base.pds_url, handle=base.handle, password="nope", session_file=session_file
     )
-    with pytest.raises(AuthenticationFailed, match="refused the login of 'phi.test'"):
+    with pytest.raises(AuthenticationFailed, match=r"refused the login of 'phi\.test'"):
         async with PhiClient(wrong):
             pass
 
@@ -135,7 +136,7 @@ async def test_long_post_becomes_a_self_thread(sandbox: Sandbox, phi: PhiClient)
     assert all(grapheme_count(p.text) <= 300 for p in posts)
     assert " ".join(p.text for p in posts).split() == text.split()
     assert posts[0].reply_root is None
-    for previous, post in zip(posts, posts[1:], strict=False):
+    for previous, post in itertools.pairwise(posts):
         assert (post.reply_root, post.reply_parent) == (refs[0], previous.ref)
 
 

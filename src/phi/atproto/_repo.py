@@ -26,6 +26,10 @@ def _plain(value: Any) -> dict[str, Any]:
     """An SDK record value (a model or a dict) as plain JSON-like data."""
     if isinstance(value, dict):
         return value
+    if hasattr(value, "to_dict"):  # the SDK's DotDict, for lexicons it does not know
+        as_dict = value.to_dict()
+        assert isinstance(as_dict, dict)
+        return as_dict
     dumped = value.model_dump(by_alias=True, exclude_none=True)
     assert isinstance(dumped, dict)
     return dumped
