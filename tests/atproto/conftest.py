@@ -20,6 +20,17 @@ from phi.config import Settings
 TEST_PORT = 2692
 """Away from the default sandbox ports, so a developer's `phi sandbox up` can keep running."""
 
+FIRST_INSTALL_TIMEOUT = 900
+"""Seconds for a test that brings the sandbox up: on a fresh clone that includes installing
+Node 22 and compiling dev-env's native module (about 4 minutes on 2 cores)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give the tests that use the network room for the first install (pytest-timeout)."""
+    for item in items:
+        if "sandbox" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(FIRST_INSTALL_TIMEOUT))
+
 
 @pytest.fixture(scope="session")
 def sandbox_home() -> Path:
