@@ -1,7 +1,271 @@
-"""`phi memory ...`: the memory engine on the command line."""
+"""`phi memory ...`: the memory engine on the command line, mirroring `phi.memory.Memory`."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+from rich.table import Table
+
+from phi.cli._edge import console, emit_json, open_memory, parse_time, read_text, run
+from phi.memory import Kind, Recalled, Row
+from phi.memory.model import Status
+from phi.memory.preload import format_age
 
 memory_app = typer.Typer(help="Read and write phi's memory.", no_args_is_help=True)
+
+Db = Annotated[
+    str | None, typer.Option("--db", help="Memory store (default: $PHI_HOME/memory.db).")
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+Namespace = Annotated[
+    str, typer.Option("--namespace", "-n", help="Namespace, e.g. phi-users-did:plc:…")
+]
+Namespaces = Annotated[
+    list[str] | None,
+    typer.Option("--namespace", "-n", help="Limit to these namespaces (repeatable)."),
+]
+
+
+def _print_hits(found: list[Recalled]) -> None:
+    if not found:
+        console.print("no matching memory")
+        return
+    table = Table(show_lines=False)
+    for column in ("score", "age", "kind", "trust", "namespace", "content", "id"):
+        table.add_column(column, overflow="fold")
+    for hit in found:
+        row = hit.row
+        table.add_row(
+            f"{hit.score:.4f}", format_age(hit.age_seconds), row.kind, row.trust, row.namespace,
+            row.content if len(row.content) < 300 else row.content[:299] + "…", row.row_id,
+        )  # fmt: skip
+    console.print(table)
+
+
+def _print_row(row: Row) -> None:
+    for key, value in row.to_json().items():
+        if key == "meta":
+            value = json.dumps(value, ensure_ascii=False)
+        console.print(f"[bold]{key}[/]: {value}", highlight=False)
+
+
+@memory_app.command("add")
+def add(
+    text: Annotated[str, typer.Argument(help="What to remember ('-' reads standard input).")],
+    namespace: Namespace,
+    kind: Annotated[str, typer.Option(help="Row kind.")] = "note",
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="Topic tag (up to 3).")] = None,
+    source: Annotated[
+        list[str] | None, typer.Option("--source", help="Source URI (repeatable).")
+    ] = None,
+    author: Annotated[str | None, typer.Option(help="DID of the person this is about.")] = None,
+    db: Db = None,
+    as_json: AsJson = False,
+) -> None:
+    """Remember TEXT in a namespace (the same text and sources twice make one row)."""
+    content = read_text(text)
+
+    async def go() -> Row:
+        async with open_memory(db) as memory:
+            return await memory.remember(
+                content, namespace=namespace, kind=_kind(kind), tags=tag or (),
+                source_uris=source or (), author=author,
+            )  # fmt: skip
+
+    row = run(go)
+    emit_json(row.to_json()) if as_json else console.print(
+        f"remembered {row.row_id} in {row.namespace}"
+    )
+
+
+def _kind(value: str) -> Kind:
+    from phi.memory.model import KINDS
+
+    if value not in KINDS:
+        from phi.cli._edge import fail
+
+        fail(f"unknown kind {value!r}; expected one of {', '.join(KINDS)}")
+    return value  # type: ignore[return-value]
+
+
+@memory_app.command("search")
+def search(
+    query: Annotated[str, typer.Argument(help="What to recall.")],
+    namespace: Namespaces = None,
+    kind: Annotated[list[str] | None, typer.Option("--kind", help="Only these kinds.")] = None,
+    status: Annotated[str, typer.Option(help="active, superseded or any.")] = "active",
+    author: Annotated[str | None, typer.Option(help="Only rows about this DID.")] = None,
+    since: Annotated[str | None, typer.Option(help="Created at or after (ISO 8601).")] = None,
+    until: Annotated[str | None, typer.Option(help="Created before (ISO 8601).")] = None,
+    limit: Annotated[int, typer.Option(help="How many rows.")] = 10,
+    db: Db = None,
+    as_json: AsJson = False,
+) -> None:
+    """Hybrid recall over memory (dense + BM25, graph-expanded, recency-aware)."""
+    chosen_status: Status | None = None if status == "any" else status  # type: ignore[assignment]
+    start, end = parse_time(since, "--since"), parse_time(until, "--until")
+
+    async def go() -> list[Recalled]:
+        async with open_memory(db) as memory:
+            return await memory.search(
+                query, namespace=namespace or None, kinds=[_kind(k) for k in kind or ()] or None,
+                status=chosen_status, author=author, since=start, until=end, limit=limit,
+            )  # fmt: skip
+
+    found = run(go)
+    emit_json([f.to_json() for f in found]) if as_json else _print_hits(found)
+
+
+@memory_app.command("show")
+def show(
+    row_id: Annotated[str, typer.Argument(help="Row id.")],
+    db: Db = None,
+    as_json: AsJson = False,
+) -> None:
+    """One row and the rows linked to it."""
+
+    async def go() -> tuple[Row, list[Any]]:
+        async with open_memory(db) as memory:
+            return await memory.get(row_id), await memory.neighbors(row_id)
+
+    row, neighbours = run(go)
+    if as_json:
+        emit_json({
+            **row.to_json(),
+            "neighbors": [
+                {"edge_type": n.edge.edge_type, "weight": n.edge.weight, "row_id": n.row.row_id,
+                 "content": n.row.content}
+                for n in neighbours
+            ],
+        })  # fmt: skip
+        return
+    _print_row(row)
+    for n in neighbours:
+        console.print(
+            f"  ~{n.edge.edge_type} ({n.edge.weight:.2f}) {n.row.row_id}: {n.row.content[:100]}"
+        )
+
+
+@memory_app.command("preload")
+def preload(
+    hint: Annotated[str, typer.Argument(help="What the session is about.")],
+    namespace: Namespaces = None,
+    budget: Annotated[int, typer.Option(help="Token budget of the window.")] = 1500,
+    db: Db = None,
+    as_json: AsJson = False,
+) -> None:
+    """The context window a session would start with."""
+
+    async def go() -> Any:
+        async with open_memory(db) as memory:
+            return await memory.preload(hint, namespace=namespace or None, budget_tokens=budget)
+
+    window = run(go)
+    emit_json(window.to_json()) if as_json else console.print(
+        window.text or "(no memory yet)", highlight=False
+    )
+
+
+@memory_app.command("stats")
+def stats(db: Db = None, as_json: AsJson = False) -> None:
+    """What the store holds: rows, edges, namespaces, embedding model, size."""
+
+    async def go() -> tuple[Any, Any]:
+        async with open_memory(db) as memory:
+            return await memory.stats(), await memory.namespaces()
+
+    summary, namespaces = run(go)
+    data = {
+        "location": summary.location, "backend": summary.backend,
+        "embedding": summary.embedding and {"model": summary.embedding.model, "dimension": summary.embedding.dimension},
+        "rows": summary.rows, "edges": summary.edges, "namespaces": summary.namespaces,
+        "size_bytes": summary.size_bytes,
+        "by_namespace": [
+            {"namespace": n.namespace, "rows": n.rows, "active": n.active, "kinds": dict(n.kinds),
+             "last_created_at": n.last_created_at and n.last_created_at.isoformat()}
+            for n in namespaces
+        ],
+    }  # fmt: skip
+    if as_json:
+        emit_json(data)
+        return
+    for key in ("location", "backend", "embedding", "rows", "edges", "namespaces", "size_bytes"):
+        console.print(f"[bold]{key}[/]: {data[key]}", highlight=False)
+    table = Table("namespace", "rows", "active", "kinds")
+    for n in namespaces:
+        table.add_row(
+            n.namespace,
+            str(n.rows),
+            str(n.active),
+            ", ".join(f"{k}={v}" for k, v in n.kinds.items()),
+        )
+    if namespaces:
+        console.print(table)
+
+
+@memory_app.command("export")
+def export(
+    namespace: Namespaces = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File (default: stdout).")
+    ] = None,
+    db: Db = None,
+) -> None:
+    """Every row as JSON lines, oldest first (superseded rows included)."""
+
+    async def go() -> int:
+        count = 0
+        async with open_memory(db) as memory:
+            with output.open("w") if output else _stdout() as fh:
+                async for row in memory.export(namespace=namespace or None, status=None):
+                    fh.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
+                    count += 1
+        return count
+
+    count = run(go)
+    if output:
+        console.print(f"exported {count} rows to {output}")
+
+
+def _stdout() -> Any:
+    import contextlib
+    import sys
+
+    return contextlib.nullcontext(sys.stdout)
+
+
+@memory_app.command("forget")
+def forget(
+    namespace: Annotated[
+        str, typer.Argument(help="The namespace to erase, e.g. phi-users-did:plc:…")
+    ],
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+    db: Db = None,
+    as_json: AsJson = False,
+) -> None:
+    """Erase a namespace for good (a person asked to be forgotten). The only hard delete."""
+    if not yes and not typer.confirm(f"erase every row of {namespace!r}? this cannot be undone"):
+        raise typer.Exit(1)
+
+    async def go() -> Any:
+        async with open_memory(db) as memory:
+            return await memory.forget(namespace)
+
+    report = run(go)
+    if as_json:
+        emit_json(
+            {
+                "namespace": report.namespace,
+                "rows": report.rows,
+                "edges": report.edges,
+                "kinds": dict(report.kinds),
+            }
+        )
+    else:
+        kinds = ", ".join(f"{n} {k}" for k, n in report.kinds.items())
+        console.print(
+            f"erased {report.namespace}: {report.rows} rows ({kinds}) and {report.edges} edges"
+        )

@@ -40,7 +40,9 @@ _REF_PATTERNS: Final = (
     re.compile(r"at://[^\s<>\"'()\[\]]+"),
     re.compile(r"https?://[^\s<>\"'()\[\]]+"),
     re.compile(r"\bdid:(?:plc|web):[A-Za-z0-9._:%-]+"),
-    re.compile(r"(?<![\w@/])@((?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]*)"),
+    re.compile(
+        r"(?<![\w@/])@((?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]*)"
+    ),
 )
 _TRAILING: Final = ".,;:!?"
 
@@ -121,7 +123,11 @@ async def write_rows(
     fresh: dict[tuple[str, str], Row] = {}
     existing: dict[tuple[str, str], Row] = {}
     for namespace in {i.namespace for i in items}:
-        hashes = [content_hash(i.kind, i.content, i.source_uris) for i in items if i.namespace == namespace]
+        hashes = [
+            content_hash(i.kind, i.content, i.source_uris)
+            for i in items
+            if i.namespace == namespace
+        ]
         for chash, row in (await store.find_by_hash(namespace, hashes)).items():
             existing[namespace, chash] = row
     for item in items:
@@ -137,7 +143,10 @@ async def write_rows(
     edges = await _link(store, new_rows, vectors, policy)
     refs = [_row_refs(r, policy) for r in new_rows]
     await store.write(
-        [RowWrite(row=r, vector=v, refs=tuple(f)) for r, v, f in zip(new_rows, vectors, refs, strict=True)],
+        [
+            RowWrite(row=r, vector=v, refs=tuple(f))
+            for r, v, f in zip(new_rows, vectors, refs, strict=True)
+        ],
         edges,
     )
     return rows
@@ -152,7 +161,9 @@ def _row_refs(row: Row, policy: IngestPolicy) -> list[str]:
     return [r for r in dict.fromkeys(found) if r not in policy.ignore_refs]
 
 
-async def _link(store: Store, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy) -> list[Edge]:
+async def _link(
+    store: Store, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy
+) -> list[Edge]:
     edges: list[Edge] = []
     edges += await _temporal_edges(store, rows)
     edges += await _semantic_edges(store, rows, vectors, policy)
@@ -214,7 +225,9 @@ async def _semantic_edges(
         candidates.sort(reverse=True)
         for score, other in candidates[: policy.semantic_neighbours]:
             if score >= policy.semantic_threshold:
-                edges.append(Edge(src=other, dst=row.row_id, edge_type="semantic", weight=round(score, 4)))
+                edges.append(
+                    Edge(src=other, dst=row.row_id, edge_type="semantic", weight=round(score, 4))
+                )
     return edges
 
 
@@ -231,7 +244,7 @@ async def _reference_edges(store: Store, rows: Sequence[Row], policy: IngestPoli
             if counts.get(ref, 0) + len(seen.get(ref, ())) >= policy.reference_max_rows:
                 continue
             others = seen.get(ref, [])[-policy.reference_links :]
-            if len(others) < policy.reference_links:
+            if len(others) < policy.reference_links and counts.get(ref, 0) > 0:
                 stored = await store.rows_with_ref(
                     ref, RowFilter(statuses=None), limit=policy.reference_links - len(others)
                 )
@@ -243,4 +256,3 @@ async def _reference_edges(store: Store, rows: Sequence[Row], policy: IngestPoli
             ]
             seen.setdefault(ref, []).append(row.row_id)
     return edges
-

@@ -1,8 +1,8 @@
 """`Memory`: the engine's one public object. Every surface (CLI, agent, MCP, web) calls it.
 
-    async with Memory.open("~/.phi/memory.db") as memory:
-        await memory.remember("likes rust", namespace=user_namespace(did), kind="observation")
-        hits = await memory.search("what language does she like?", namespace=...)
+async with Memory.open("~/.phi/memory.db") as memory:
+    await memory.remember("likes rust", namespace=user_namespace(did), kind="observation")
+    hits = await memory.search("what language does she like?", namespace=...)
 """
 
 from __future__ import annotations
@@ -37,7 +37,14 @@ from phi.memory.model import (
 )
 from phi.memory.preload import ContextWindow, render_window
 from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe, recall
-from phi.memory.store import EmbeddingSpec, ForgetReport, NamespaceInfo, RowFilter, Store, StoreStats
+from phi.memory.store import (
+    EmbeddingSpec,
+    ForgetReport,
+    NamespaceInfo,
+    RowFilter,
+    Store,
+    StoreStats,
+)
 from phi.memory.store import open_store as _open_store
 
 __all__ = ["Memory", "Neighbour"]
@@ -74,7 +81,9 @@ class Memory:
     ) -> Memory:
         """A memory at `location` (a SQLite file path); connect with `async with`."""
         return cls(
-            store=_open_store(str(Path(location).expanduser()) if "://" not in str(location) else str(location)),
+            store=_open_store(
+                str(Path(location).expanduser()) if "://" not in str(location) else str(location)
+            ),
             embedder=embedder or MiniLMEmbedder(),
             ingest_policy=ingest_policy or IngestPolicy(),
             recipe=recipe,
@@ -90,7 +99,10 @@ class Memory:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.store.close()
 
@@ -169,16 +181,46 @@ class Memory:
         meta: Mapping[str, Any] | None = None,
     ) -> Row:
         """Store a verbatim exchange ("speaker: text" per line) as a high-trust `interaction`."""
+        (row,) = await self.remember_many([
+            self.interaction_row(
+                turns, namespace=namespace, author=author, source_uris=source_uris,
+                created_at=created_at, thread=thread, meta=meta,
+            )
+        ])  # fmt: skip
+        return row
+
+    @classmethod
+    def interaction_row(
+        cls,
+        turns: Sequence[Turn],
+        *,
+        namespace: str,
+        author: str | None = None,
+        source_uris: Sequence[str] = (),
+        created_at: datetime | None = None,
+        thread: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> NewRow:
+        """An interaction to pass to `remember_many` (same arguments as `record_interaction`).
+
+        The turns are kept in `meta["turns"]` with who said what, so extraction can learn
+        from a person's own words and never from phi's.
+        """
         if not turns:
             raise InvalidInput("an interaction needs at least one turn")
+        for turn in turns:
+            if not turn.text.strip() or not turn.speaker.strip():
+                raise InvalidInput(f"empty turn in interaction: {turn!r}")
         content = "\n".join(f"{t.speaker}: {t.text}" for t in turns)
         if len(content) > MAX_CONTENT_CHARS:
             raise InvalidInput(
                 f"interaction of {len(content)} characters is over the limit of {MAX_CONTENT_CHARS}"
             )
         full_meta = dict(meta or {})
-        full_meta["turns"] = [{"speaker": t.speaker, "text": t.text, "by_phi": t.by_phi} for t in turns]
-        return await self.remember(
+        full_meta["turns"] = [
+            {"speaker": t.speaker, "text": t.text, "by_phi": t.by_phi} for t in turns
+        ]
+        return cls.new_row(
             content, namespace=namespace, kind="interaction", trust="high", author=author,
             source_uris=source_uris, created_at=created_at, thread=thread, meta=full_meta,
         )  # fmt: skip
@@ -208,13 +250,22 @@ class Memory:
             raise InvalidInput("empty query; say what to recall")
         if not 1 <= limit <= 1000:
             raise InvalidInput(f"limit {limit} is out of range 1-1000")
-        where = await self._filter(namespace, kinds, status, author, since, until)
-        return await recall(
+        where = self._filter(namespace, kinds, status, author, since, until)
+        found = await recall(
             self.store, self.embedder, query, where, limit=limit,
             now=ensure_utc(now) if now else utc_now(), recipe=recipe or self.recipe,
         )  # fmt: skip
+        if not found:
+            await self._require_namespaces(where)
+        return found
 
-    async def _filter(
+    async def _require_namespaces(self, where: RowFilter) -> None:
+        if where.namespaces is not None:
+            for name in where.namespaces:
+                if await self.store.count(RowFilter(namespaces=(name,), statuses=None)) == 0:
+                    raise NamespaceNotFound(name)
+
+    def _filter(
         self,
         namespace: Namespaces,
         kinds: Sequence[Kind] | None,
@@ -223,12 +274,11 @@ class Memory:
         since: datetime | None,
         until: datetime | None,
     ) -> RowFilter:
-        names = (namespace,) if isinstance(namespace, str) else tuple(namespace) if namespace else None
-        if names is not None:
-            for name in names:
-                validate_namespace(name)
-            if await self.store.count(RowFilter(namespaces=names, statuses=None)) == 0:
-                raise NamespaceNotFound(", ".join(names))
+        names = (
+            (namespace,) if isinstance(namespace, str) else tuple(namespace) if namespace else None
+        )
+        for name in names or ():
+            validate_namespace(name)
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}; expected one of {', '.join(STATUSES)}")
         return RowFilter(
@@ -244,7 +294,9 @@ class Memory:
             raise RowNotFound(row_id)
         return rows[0]
 
-    async def neighbors(self, row_id: str, *, types: Sequence[EdgeType] | None = None) -> list[Neighbour]:
+    async def neighbors(
+        self, row_id: str, *, types: Sequence[EdgeType] | None = None
+    ) -> list[Neighbour]:
         """The rows linked to `row_id` in its own namespace, strongest edge first."""
         row = await self.get(row_id)
         edges = await self.store.edges([row_id], types=types)
@@ -258,8 +310,11 @@ class Memory:
 
     async def recent(self, *, namespace: Namespaces = None, limit: int = 10) -> list[Row]:
         """The newest active rows, newest first."""
-        where = await self._filter(namespace, None, "active", None, None, None)
-        return await self.store.latest(where, limit=limit)
+        where = self._filter(namespace, None, "active", None, None, None)
+        rows = await self.store.latest(where, limit=limit)
+        if not rows:
+            await self._require_namespaces(where)
+        return rows
 
     async def preload(
         self,
@@ -275,14 +330,23 @@ class Memory:
         if budget_tokens < 50:
             raise InvalidInput(f"budget of {budget_tokens} tokens is too small; give at least 50")
         moment = ensure_utc(now) if now else utc_now()
-        where = await self._filter(namespace, None, "active", None, None, None)
+        where = self._filter(namespace, None, "active", None, None, None)
+        await self._require_namespaces(where)
         latest = [
             Recalled(row=r, score=0.0, matched_by="graph", age_seconds=r.age_seconds(moment))
             for r in await self.store.latest(where, limit=recent)
         ]
         seen = {r.row.row_id for r in latest}
         found = (
-            await recall(self.store, self.embedder, hint, where, limit=relevant + len(seen), now=moment, recipe=self.recipe)
+            await recall(
+                self.store,
+                self.embedder,
+                hint,
+                where,
+                limit=relevant + len(seen),
+                now=moment,
+                recipe=self.recipe,
+            )
             if hint.strip()
             else []
         )
@@ -310,7 +374,12 @@ class Memory:
                     weights[b] = weights.get(b, 0.0) + edge.weight * seed_score[a]
         rows = await self.store.get_rows(list(weights))
         out = [
-            Recalled(row=r, score=weights[r.row_id], matched_by="graph", age_seconds=r.age_seconds(moment))
+            Recalled(
+                row=r,
+                score=weights[r.row_id],
+                matched_by="graph",
+                age_seconds=r.age_seconds(moment),
+            )
             for r in rows
             if row_matches(r, where)
         ]
@@ -324,9 +393,12 @@ class Memory:
     async def stats(self) -> StoreStats:
         return await self.store.stats()
 
-    async def export(self, *, namespace: Namespaces = None, status: Status | None = None) -> AsyncIterator[Row]:
+    async def export(
+        self, *, namespace: Namespaces = None, status: Status | None = None
+    ) -> AsyncIterator[Row]:
         """Every row (of `namespace`), oldest first."""
-        where = await self._filter(namespace, None, status, None, None, None)
+        where = self._filter(namespace, None, status, None, None, None)
+        await self._require_namespaces(where)
         async for row in self.store.scan(where):
             yield row
 

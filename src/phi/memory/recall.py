@@ -22,35 +22,41 @@ from phi.memory.store.base import Hit, RowFilter, Store, row_matches
 
 __all__ = [
     "DEFAULT_RECIPE",
-    "Recalled",
     "RecallRecipe",
-    "expand_scores",
+    "Recalled",
+    "fuse_max_normalised",
     "fuse_rrf",
     "query_terms",
     "recall",
     "recency_factor",
+    "smooth_scores",
 ]
 
-_WORD: Final = re.compile(r"[^\W_]+(?:'[^\W_]+)?")
+_WORD: Final = re.compile(r"\w+")
 
 MatchedBy = Literal["dense", "text", "both", "graph"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class RecallRecipe:
-    """The knobs of hybrid recall. Variants are copies (`dataclasses.replace`), never edits."""
+    """The knobs of hybrid recall. Variants are copies (`dataclasses.replace`), never edits.
+
+    The defaults were tuned on the LoCoMo development split only (see `bench/README.md`).
+    """
 
     candidates: int = 100
-    """How many rows each retriever proposes before fusion."""
-    rrf_k: float = 60.0
-    dense_weight: float = 1.0
-    text_weight: float = 1.0
-    expand_types: tuple[EdgeType, ...] = ("temporal", "reference", "semantic")
-    """Edge types walked from the best candidates; empty turns expansion off."""
-    expand_from: int = 20
-    """How many of the best fused rows lend score to their neighbours."""
-    expand_weight: float = 0.3
-    """Share of a row's score its neighbour receives (times the edge weight)."""
+    """How many rows each retriever proposes."""
+    dense_weight: float = 0.5
+    """Share of the dense score in the fused score; BM25 gets the rest. Each retriever's
+    scores are divided by its best score first, so the two are on one scale."""
+    smooth_types: tuple[EdgeType, ...] = ("temporal",)
+    """Edge types along which a row borrows score from its neighbours; empty turns it off."""
+    smooth_weight: float = 0.5
+    """`a`: how much of its best neighbour's score a row borrows."""
+    smooth_decay: float = 0.5
+    """`g`: how much less a neighbour two hops away lends than one hop away."""
+    smooth_hops: int = 2
+    """`H`: how far along the graph a row looks."""
     recency_weight: float = 0.1
     """How much a fresh row is lifted over an old one of equal relevance."""
     recency_half_life_days: float = 30.0
@@ -80,13 +86,11 @@ class Recalled:
 def query_terms(text: str) -> list[str]:
     """Lower-cased words of `text` without stopwords, in order, each once."""
     words = [w.lower() for w in _WORD.findall(text)]
-    return list(dict.fromkeys(w for w in words if w not in STOPWORDS and len(w) > 1))
+    return list(dict.fromkeys(w for w in words if len(w) > 1 and w not in STOPWORDS))
 
 
-def fuse_rrf(
-    rankings: Sequence[tuple[Sequence[Hit], float]], *, k: float
-) -> dict[str, float]:
-    """Weighted reciprocal-rank fusion: sum of `weight / (k + rank)` over rankings."""
+def fuse_rrf(rankings: Sequence[tuple[Sequence[Hit], float]], *, k: float) -> dict[str, float]:
+    """Weighted reciprocal-rank fusion: the sum of `weight / (k + rank)` over rankings."""
     fused: dict[str, float] = {}
     for hits, weight in rankings:
         for rank, hit in enumerate(hits, start=1):
@@ -94,17 +98,49 @@ def fuse_rrf(
     return fused
 
 
-def expand_scores(
+def fuse_max_normalised(rankings: Sequence[tuple[Sequence[Hit], float]]) -> dict[str, float]:
+    """The weighted sum of each ranking's scores divided by its best score.
+
+    Unlike rank fusion this keeps how much better the first hit is than the tenth, which
+    is what lets one strong keyword match beat ten vague semantic ones.
+    """
+    fused: dict[str, float] = {}
+    for hits, weight in rankings:
+        best = max((h.score for h in hits), default=0.0)
+        if best <= 0.0:
+            continue
+        for hit in hits:
+            fused[hit.row_id] = fused.get(hit.row_id, 0.0) + weight * max(hit.score, 0.0) / best
+    return fused
+
+
+def smooth_scores(
     scores: Mapping[str, float],
-    neighbours: Mapping[str, Sequence[tuple[str, float]]],
+    adjacency: Mapping[str, Sequence[str]],
     *,
     weight: float,
+    decay: float,
+    hops: int,
 ) -> dict[str, float]:
-    """Each row in `neighbours` lends `weight * edge_weight * score` to each neighbour."""
-    out = dict(scores)
-    for row_id, linked in neighbours.items():
-        for other, edge_weight in linked:
-            out[other] = out.get(other, 0.0) + weight * edge_weight * scores[row_id]
+    """`S'(x) = S(x) + weight * sum over d in 1..hops of decay**(d-1) * max S(y), d hops away`.
+
+    A row next to a strong match borrows from it: the answer to a question often sits one
+    turn after the words that match the question. Taking the best neighbour at each
+    distance (not the sum) keeps a row between two matches from outranking both.
+    """
+    nodes = set(scores) | set(adjacency)
+    out: dict[str, float] = {}
+    for node in nodes:
+        total = scores.get(node, 0.0)
+        frontier, seen = {node}, {node}
+        for d in range(1, hops + 1):
+            frontier = {n for f in frontier for n in adjacency.get(f, ()) if n not in seen}
+            if not frontier:
+                break
+            seen |= frontier
+            total += weight * decay ** (d - 1) * max(scores.get(n, 0.0) for n in frontier)
+        if total > 0.0:
+            out[node] = total
     return out
 
 
@@ -128,25 +164,43 @@ async def recall(
 ) -> list[Recalled]:
     """The best `limit` rows within `where` for `query`, best first."""
     vector = (await embedder.embed([query]))[0]
+    terms = query_terms(query)
     dense = await store.vector_search(vector, where, limit=recipe.candidates)
-    text = await store.text_search(query_terms(query), where, limit=recipe.candidates)
-    fused = fuse_rrf([(dense, recipe.dense_weight), (text, recipe.text_weight)], k=recipe.rrf_k)
-    scores = await _expand(store, fused, where, recipe)
-    rows = {r.row_id: r for r in await store.get_rows(list(scores))}
+    text = await store.text_search(terms, where, limit=recipe.candidates)
+    adjacency = await _neighbourhood(store, {h.row_id for h in dense} | {h.row_id for h in text}, recipe)
+    # Rows reached only through the graph get their own exact scores: a neighbour that
+    # also matches the query a little should count for it.
+    extra = sorted(set(adjacency) - {h.row_id for h in dense} - {h.row_id for h in text})
+    if extra:
+        dense = _merge(dense, await store.vector_scores(vector, extra))
+        text = _merge(text, await store.text_scores(terms, extra))
+    fused = fuse_max_normalised([(dense, recipe.dense_weight), (text, 1.0 - recipe.dense_weight)])
+    scores = smooth_scores(
+        fused, adjacency, weight=recipe.smooth_weight, decay=recipe.smooth_decay, hops=recipe.smooth_hops
+    ) if adjacency else fused  # fmt: skip
+    # Recency lifts a score by at most (1 + weight): rows below that reach cannot make the
+    # top, so only the head of the ranking is fetched.
+    head = sorted(scores, key=lambda i: -scores[i])[: max(limit * 3, limit + 20)]
+    rows = {r.row_id: r for r in await store.get_rows(head)}
     ranked = []
-    for row_id, score in scores.items():
+    for row_id in head:
         row = rows.get(row_id)
         if row is None or not row_matches(row, where):
-            continue  # an expanded neighbour outside the caller's scope never leaks in
+            continue  # a neighbour outside the caller's scope never leaks in
         age = row.age_seconds(now)
         factor = recency_factor(
             age, weight=recipe.recency_weight, half_life_days=recipe.recency_half_life_days
         )
-        ranked.append((score * factor, row, age))
+        ranked.append((scores[row_id] * factor, row, age))
     ranked.sort(key=lambda item: (-item[0], item[1].row_id))
     dense_ids, text_ids = {h.row_id for h in dense}, {h.row_id for h in text}
     return [
-        Recalled(row=row, score=score, matched_by=_matched_by(row.row_id, dense_ids, text_ids), age_seconds=age)
+        Recalled(
+            row=row,
+            score=score,
+            matched_by=_matched_by(row.row_id, dense_ids, text_ids),
+            age_seconds=age,
+        )
         for score, row, age in ranked[:limit]
     ]
 
@@ -159,15 +213,26 @@ def _matched_by(row_id: str, dense: set[str], text: set[str]) -> MatchedBy:
     return "text" if row_id in text else "graph"
 
 
-async def _expand(
-    store: Store, fused: dict[str, float], where: RowFilter, recipe: RecallRecipe
-) -> dict[str, float]:
-    if not recipe.expand_types or recipe.expand_weight == 0.0 or not fused:
-        return fused
-    seeds = sorted(fused, key=lambda i: -fused[i])[: recipe.expand_from]
-    neighbours: dict[str, list[tuple[str, float]]] = {}
-    for edge in await store.edges(seeds, types=recipe.expand_types):
-        for a, b in ((edge.src, edge.dst), (edge.dst, edge.src)):
-            if a in seeds:
-                neighbours.setdefault(a, []).append((b, edge.weight))
-    return expand_scores(fused, neighbours, weight=recipe.expand_weight)
+def _merge(hits: list[Hit], scores: Mapping[str, float]) -> list[Hit]:
+    known = {h.row_id for h in hits}
+    return hits + [Hit(row_id=i, score=v) for i, v in scores.items() if i not in known]
+
+
+async def _neighbourhood(
+    store: Store, candidates: set[str], recipe: RecallRecipe
+) -> dict[str, list[str]]:
+    """The graph within `smooth_hops` of the candidates, as adjacency lists."""
+    if not recipe.smooth_types or recipe.smooth_weight == 0.0 or not candidates:
+        return {}
+    adjacency: dict[str, set[str]] = {}
+    explored: set[str] = set()
+    frontier = set(candidates)
+    for _ in range(recipe.smooth_hops):
+        for edge in await store.edges(sorted(frontier), types=recipe.smooth_types):
+            adjacency.setdefault(edge.src, set()).add(edge.dst)
+            adjacency.setdefault(edge.dst, set()).add(edge.src)
+        explored |= frontier
+        frontier = set(adjacency) - explored
+        if not frontier:
+            break
+    return {k: sorted(v) for k, v in adjacency.items()}

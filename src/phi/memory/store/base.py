@@ -167,6 +167,16 @@ class Store(Protocol):
         """Rows matching any of `terms` ranked by BM25, best first, within `where`."""
         ...
 
+    async def vector_scores(
+        self, vector: npt.NDArray[np.float32], row_ids: Sequence[str]
+    ) -> dict[str, float]:
+        """Cosine similarity of each given row to `vector` (unknown ids are left out)."""
+        ...
+
+    async def text_scores(self, terms: Sequence[str], row_ids: Sequence[str]) -> dict[str, float]:
+        """BM25 of each given row that matches any of `terms` (the others are left out)."""
+        ...
+
     async def latest(self, where: RowFilter, *, limit: int) -> list[Row]:
         """The most recently created rows within `where`, newest first."""
         ...

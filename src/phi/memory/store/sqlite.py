@@ -82,6 +82,12 @@ def _chunks(values: Sequence[T]) -> Iterator[Sequence[T]]:
         yield values[start : start + _CHUNK]
 
 
+def _match_expression(terms: Sequence[str]) -> str | None:
+    """An FTS5 query matching any of `terms` in the content column, each term quoted."""
+    quoted = ['"' + t.replace('"', '""') + '"' for t in terms if t.strip()]
+    return "content : (" + " OR ".join(quoted) + ")" if quoted else None
+
+
 def _where(where: RowFilter, alias: str = "r") -> tuple[str, list[Any]]:
     """SQL conditions on the rows table for a filter (always at least one condition)."""
     sql, params = ["1"], []
@@ -458,10 +464,9 @@ class SQLiteStore:
         return [Hit(row_id=i, score=1.0 - d) for i, d in conn.execute(sql, [blob, *params, k])]
 
     async def text_search(self, terms: Sequence[str], where: RowFilter, *, limit: int) -> list[Hit]:
-        terms = [t for t in terms if t.strip()]
-        if not terms or limit <= 0:
+        match = _match_expression(terms)
+        if match is None or limit <= 0:
             return []
-        match = "content : (" + " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
         if where.namespaces is not None:
             keys = " OR ".join(_nskey(n) for n in where.namespaces)
             match = f"nskey : ({keys}) AND {match}"
@@ -476,6 +481,41 @@ class SQLiteStore:
                 Hit(row_id=i, score=s) for i, s in conn.execute(sql, [match, *params, limit])
             ]
         )
+
+    async def vector_scores(
+        self, vector: npt.NDArray[np.float32], row_ids: Sequence[str]
+    ) -> dict[str, float]:
+        blob = vector.astype(np.float32).tobytes()
+
+        def score(conn: apsw.Connection) -> dict[str, float]:
+            out: dict[str, float] = {}
+            for chunk in _chunks(list(dict.fromkeys(row_ids))):
+                sql = (
+                    "SELECT r.row_id, vec_distance_cosine(v.embedding, ?) FROM rows r"
+                    f" JOIN row_vectors v ON v.id = r.id WHERE r.row_id IN ({_marks(chunk)})"
+                )
+                out.update((i, 1.0 - d) for i, d in conn.execute(sql, [blob, *chunk]))
+            return out
+
+        return await self._read(score)
+
+    async def text_scores(self, terms: Sequence[str], row_ids: Sequence[str]) -> dict[str, float]:
+        match = _match_expression(terms)
+        if match is None or not row_ids:
+            return {}
+
+        def score(conn: apsw.Connection) -> dict[str, float]:
+            out: dict[str, float] = {}
+            for chunk in _chunks(list(dict.fromkeys(row_ids))):
+                sql = (
+                    "SELECT r.row_id, -bm25(row_text, 1.0, 0.0) FROM row_text"
+                    " JOIN rows r ON r.id = row_text.rowid"
+                    f" WHERE row_text MATCH ? AND r.row_id IN ({_marks(chunk)})"
+                )
+                out.update(conn.execute(sql, [match, *chunk]))
+            return out
+
+        return await self._read(score)
 
     async def latest(self, where: RowFilter, *, limit: int) -> list[Row]:
         cond, params = _where(where)
