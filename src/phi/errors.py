@@ -52,7 +52,12 @@ class EmbedderMismatch(UserError):
     """The store's vectors were made by another embedding model or dimension."""
 
     def __init__(self, *, stored: str, stored_dim: int, given: str, given_dim: int) -> None:
-        self.stored, self.stored_dim, self.given, self.given_dim = stored, stored_dim, given, given_dim
+        self.stored, self.stored_dim, self.given, self.given_dim = (
+            stored,
+            stored_dim,
+            given,
+            given_dim,
+        )
         super().__init__(
             f"this store holds vectors from {stored!r} ({stored_dim}-d) but the embedder is "
             f"{given!r} ({given_dim}-d); open it with the same embedder or use another store"
