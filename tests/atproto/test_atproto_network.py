@@ -82,6 +82,10 @@ async def test_post_reply_like_follow(
         ("like", "phi.test"),
         ("reply", "phi.test"),
     }
+    await alice.repost(post)
+    await sandbox.wait_for_indexing()
+    mine = await phi.list_notifications()
+    assert ("repost", "alice.test") in {(n.reason, n.author_handle) for n in mine.notifications}
     feed = await alice.get_author_feed("phi.test")
     assert nested.uri in {p.uri for p in feed}
 
