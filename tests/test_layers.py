@@ -24,9 +24,12 @@ def test_memory_imports_nothing_else_from_phi() -> None:
     offenders = {}
     for path in (SRC / "memory").rglob("*.py"):
         bad = {
-            m for m in imported_modules(path)
-            if m.startswith("phi.") and not m.startswith("phi.memory") and m not in ALLOWED_FOR_MEMORY
-        }  # fmt: skip
+            m
+            for m in imported_modules(path)
+            if m.startswith("phi.")
+            and not m.startswith("phi.memory")
+            and m not in ALLOWED_FOR_MEMORY
+        }
         if bad:
             offenders[str(path.relative_to(SRC))] = sorted(bad)
     assert offenders == {}

@@ -23,13 +23,21 @@ def make_row(content: str, *, namespace: str = "ns-a", at: int = 0, **fields: An
     kind = fields.pop("kind", "note")
     sources = tuple(fields.pop("source_uris", ()))
     return Row(
-        row_id=fields.pop("row_id", new_row_id()), namespace=namespace, kind=kind, content=content,
-        status=fields.pop("status", "active"), supersedes=fields.pop("supersedes", None),
-        trust=fields.pop("trust", "medium"), tags=tuple(fields.pop("tags", ())), source_uris=sources,
-        author=fields.pop("author", None), created_at=T0 + timedelta(days=at),
-        updated_at=T0 + timedelta(days=at), meta=fields.pop("meta", {}),
+        row_id=fields.pop("row_id", new_row_id()),
+        namespace=namespace,
+        kind=kind,
+        content=content,
+        status=fields.pop("status", "active"),
+        supersedes=fields.pop("supersedes", None),
+        trust=fields.pop("trust", "medium"),
+        tags=tuple(fields.pop("tags", ())),
+        source_uris=sources,
+        author=fields.pop("author", None),
+        created_at=T0 + timedelta(days=at),
+        updated_at=T0 + timedelta(days=at),
+        meta=fields.pop("meta", {}),
         content_hash=content_hash(kind, content, sources),
-    )  # fmt: skip
+    )
 
 
 def vec(*values: float) -> np.ndarray[Any, np.dtype[np.float32]]:
@@ -44,8 +52,13 @@ def w(row: Row, vector: Any, refs: tuple[str, ...] = ()) -> RowWrite:
 @pytest.mark.anyio
 class StoreConformance:
     async def test_rows_round_trip(self, store: Store) -> None:
-        row = make_row("likes rust", tags=("code",), source_uris=("at://x/1",), author="did:plc:a",
-                       meta={"thread": "t1", "n": 1})  # fmt: skip
+        row = make_row(
+            "likes rust",
+            tags=("code",),
+            source_uris=("at://x/1",),
+            author="did:plc:a",
+            meta={"thread": "t1", "n": 1},
+        )
         await store.write([w(row, vec(1, 0, 0, 0))], [])
         assert await store.get_rows([row.row_id]) == [row]
         assert await store.get_rows(["missing"]) == []
@@ -67,7 +80,9 @@ class StoreConformance:
     async def test_write_is_atomic_when_an_edge_is_bad(self, store: Store) -> None:
         row = make_row("a")
         with pytest.raises(RowNotFound):
-            await store.write([w(row, vec(1, 0, 0, 0))], [Edge(src=row.row_id, dst="nope", edge_type="causal")])
+            await store.write(
+                [w(row, vec(1, 0, 0, 0))], [Edge(src=row.row_id, dst="nope", edge_type="causal")]
+            )
         assert await store.get_rows([row.row_id]) == []
 
     async def test_find_by_hash(self, store: Store) -> None:
@@ -129,14 +144,19 @@ class StoreConformance:
         a, b, c = make_row("a"), make_row("b"), make_row("c")
         await store.write(
             [w(a, vec(1, 0, 0, 0)), w(b, vec(0, 1, 0, 0)), w(c, vec(0, 0, 1, 0))],
-            [Edge(src=a.row_id, dst=b.row_id, edge_type="temporal"),
-             Edge(src=c.row_id, dst=b.row_id, edge_type="semantic", weight=0.7)],
-        )  # fmt: skip
+            [
+                Edge(src=a.row_id, dst=b.row_id, edge_type="temporal"),
+                Edge(src=c.row_id, dst=b.row_id, edge_type="semantic", weight=0.7),
+            ],
+        )
         edges = await store.edges([b.row_id])
         assert {(e.src, e.dst, e.edge_type) for e in edges} == {
-            (a.row_id, b.row_id, "temporal"), (c.row_id, b.row_id, "semantic")
-        }  # fmt: skip
-        assert [e.edge_type for e in await store.edges([b.row_id], types=["semantic"])] == ["semantic"]
+            (a.row_id, b.row_id, "temporal"),
+            (c.row_id, b.row_id, "semantic"),
+        }
+        assert [e.edge_type for e in await store.edges([b.row_id], types=["semantic"])] == [
+            "semantic"
+        ]
         await store.add_edges([Edge(src=c.row_id, dst=b.row_id, edge_type="semantic", weight=0.9)])
         (semantic,) = await store.edges([c.row_id], types=["semantic"])
         assert semantic.weight == pytest.approx(0.9)
@@ -154,10 +174,14 @@ class StoreConformance:
 
     async def test_references(self, store: Store) -> None:
         a, b = make_row("a", at=1), make_row("b", at=2, namespace="ns-b")
-        await store.write([w(a, vec(1, 0, 0, 0), ("alice.test",)), w(b, vec(0, 1, 0, 0), ("alice.test", "x"))], [])
+        await store.write(
+            [w(a, vec(1, 0, 0, 0), ("alice.test",)), w(b, vec(0, 1, 0, 0), ("alice.test", "x"))], []
+        )
         assert await store.ref_counts(["alice.test", "x", "y"]) == {"alice.test": 2, "x": 1}
         assert await store.rows_with_ref("alice.test", RowFilter(), limit=5) == [b.row_id, a.row_id]
-        assert await store.rows_with_ref("alice.test", RowFilter(namespaces=("ns-a",)), limit=5) == [a.row_id]
+        assert await store.rows_with_ref(
+            "alice.test", RowFilter(namespaces=("ns-a",)), limit=5
+        ) == [a.row_id]
 
     async def test_namespaces_count_and_scan(self, store: Store) -> None:
         rows = [make_row(f"r{i}", namespace="ns-b" if i == 2 else "ns-a", at=i) for i in range(4)]
@@ -173,10 +197,16 @@ class StoreConformance:
     async def test_forget_erases_a_namespace_and_nothing_else(self, store: Store) -> None:
         a1, a2, b1 = make_row("a1"), make_row("a2"), make_row("b1", namespace="ns-b")
         await store.write(
-            [w(a1, vec(1, 0, 0, 0), ("r",)), w(a2, vec(0, 1, 0, 0)), w(b1, vec(0, 0, 1, 0), ("r",))],
-            [Edge(src=a1.row_id, dst=a2.row_id, edge_type="temporal"),
-             Edge(src=a1.row_id, dst=b1.row_id, edge_type="reference")],
-        )  # fmt: skip
+            [
+                w(a1, vec(1, 0, 0, 0), ("r",)),
+                w(a2, vec(0, 1, 0, 0)),
+                w(b1, vec(0, 0, 1, 0), ("r",)),
+            ],
+            [
+                Edge(src=a1.row_id, dst=a2.row_id, edge_type="temporal"),
+                Edge(src=a1.row_id, dst=b1.row_id, edge_type="reference"),
+            ],
+        )
         report = await store.forget("ns-a")
         assert (report.rows, report.edges, dict(report.kinds)) == (2, 2, {"note": 2})
         assert await store.get_rows([a1.row_id, a2.row_id, b1.row_id]) == [b1]
@@ -191,7 +221,12 @@ class StoreConformance:
     async def test_stats(self, store: Store) -> None:
         await store.write([w(make_row("a"), vec(1, 0, 0, 0))], [])
         stats = await store.stats()
-        assert (stats.rows, stats.edges, stats.namespaces, stats.embedding) == (1, 0, 1, CONFORMANCE_SPEC)
+        assert (stats.rows, stats.edges, stats.namespaces, stats.embedding) == (
+            1,
+            0,
+            1,
+            CONFORMANCE_SPEC,
+        )
 
     async def test_exact_scores_for_chosen_rows(self, store: Store) -> None:
         a, b, c = make_row("crows and ravens"), make_row("just crows"), make_row("tax forms")

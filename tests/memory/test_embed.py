@@ -19,7 +19,9 @@ async def test_vectors_are_unit_length_384_float32(minilm: MiniLMEmbedder) -> No
 
 
 async def test_similar_meaning_is_closer(minilm: MiniLMEmbedder) -> None:
-    a, b, c = await minilm.embed(["I love birds", "crows are my favourite birds", "the stock market fell"])
+    a, b, c = await minilm.embed(
+        ["I love birds", "crows are my favourite birds", "the stock market fell"]
+    )
     assert float(a @ b) > 0.6 > float(a @ c) + 0.4
 
 

@@ -20,8 +20,10 @@ def hits(*pairs: tuple[str, float]) -> list[Hit]:
 
 def test_query_terms_drop_stopwords_and_repeats() -> None:
     assert query_terms("What did Caroline research? Caroline's RESEARCH, and the cats") == [
-        "caroline", "research", "cats"
-    ]  # fmt: skip
+        "caroline",
+        "research",
+        "cats",
+    ]
     assert query_terms("what is it?") == []
 
 
@@ -31,7 +33,9 @@ def test_rrf_sums_weighted_reciprocal_ranks() -> None:
 
 
 def test_max_normalised_fusion_keeps_score_gaps() -> None:
-    fused = fuse_max_normalised([(hits(("a", 0.8), ("b", 0.4)), 0.5), (hits(("b", 12.0), ("c", 3.0)), 0.5)])
+    fused = fuse_max_normalised(
+        [(hits(("a", 0.8), ("b", 0.4)), 0.5), (hits(("b", 12.0), ("c", 3.0)), 0.5)]
+    )
     assert fused == pytest.approx({"a": 0.5, "b": 0.25 + 0.5, "c": 0.125})
     assert fuse_max_normalised([([], 0.5), (hits(("x", 0.0)), 0.5)]) == {}
 

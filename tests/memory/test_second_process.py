@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import anyio
+import anyio.streams.text
 import pytest
 
 from phi.memory import Memory, MiniLMEmbedder
@@ -38,24 +38,37 @@ READER = textwrap.dedent(
 )
 
 
-async def test_a_second_process_reads_while_phi_writes(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+async def test_a_second_process_reads_while_phi_writes(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
     path = tmp_path / "shared.db"
     batches, per_batch = 12, 8
     async with Memory.open(path, embedder=minilm) as memory:
         await memory.remember("first row", namespace="ns")
-        reader = subprocess.Popen(
-            [sys.executable, "-c", READER, str(path), str(1 + batches * per_batch)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert reader.stdout is not None
-        ready = await anyio.to_thread.run_sync(reader.stdout.readline)
-        assert ready == "ready\n"
-        for b in range(batches):
-            await memory.remember_many(
-                [memory.new_row(f"batch {b} row {i} about topic {i * b}", namespace="ns") for i in range(per_batch)]
-            )
-            await anyio.sleep(0.05)
-        out, err = await anyio.to_thread.run_sync(lambda: reader.communicate(timeout=90))
+        async with await anyio.open_process(
+            [sys.executable, "-c", READER, str(path), str(1 + batches * per_batch)]
+        ) as reader:
+            assert reader.stdout is not None and reader.stderr is not None
+            stdout = anyio.streams.text.TextReceiveStream(reader.stdout)
+            text = ""
+            with anyio.fail_after(60):
+                while "\n" not in text:
+                    text += await stdout.receive()
+            assert text.startswith("ready\n")
+            for b in range(batches):
+                await memory.remember_many(
+                    [
+                        memory.new_row(f"batch {b} row {i} about topic {i * b}", namespace="ns")
+                        for i in range(per_batch)
+                    ]
+                )
+                await anyio.sleep(0.05)
+            with anyio.fail_after(90):
+                text += "".join([chunk async for chunk in stdout])
+                errors = anyio.streams.text.TextReceiveStream(reader.stderr)
+                err = "".join([chunk async for chunk in errors])
+                await reader.wait()
+    out = text.strip().splitlines()[-1]
     assert reader.returncode == 0, err
     reads, distinct, last = map(int, out.split())
     assert last == 1 + batches * per_batch

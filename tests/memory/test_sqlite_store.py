@@ -34,8 +34,21 @@ async def test_blank_database_is_migrated_to_the_schema(tmp_path: Path) -> None:
     await store.bind_embedding(CONFORMANCE_SPEC)
     await store.close()
     conn = apsw.Connection(str(tmp_path / "blank.db"))
-    names = {name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type IN ('table', 'index')")}
-    assert {"rows", "edges", "row_refs", "row_text", "row_vectors", "phi_meta", "phi_migrations"} <= names
+    names = {
+        name
+        for (name,) in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type IN ('table', 'index')"
+        )
+    }
+    assert {
+        "rows",
+        "edges",
+        "row_refs",
+        "row_text",
+        "row_vectors",
+        "phi_meta",
+        "phi_migrations",
+    } <= names
     assert [n for (n,) in conn.execute("SELECT name FROM phi_migrations")] == ["m001_initial"]
     assert next(conn.execute("PRAGMA journal_mode"))[0] == "wal"
     assert next(conn.execute("PRAGMA application_id"))[0] == 0x70686931
@@ -73,4 +86,6 @@ async def test_another_programs_database_is_refused_untouched(tmp_path: Path) ->
 
 async def test_unconnected_store_says_how_to_connect(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="not connected"):
-        await SQLiteStore(tmp_path / "x.db").count(__import__("phi.memory.store", fromlist=["RowFilter"]).RowFilter())
+        await SQLiteStore(tmp_path / "x.db").count(
+            __import__("phi.memory.store", fromlist=["RowFilter"]).RowFilter()
+        )

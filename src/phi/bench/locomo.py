@@ -43,10 +43,13 @@ class QuestionResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "sample_id": self.sample_id, "question": self.question, "category": self.category,
-            "evidence": list(self.evidence), "ranked": list(self.ranked),
+            "sample_id": self.sample_id,
+            "question": self.question,
+            "category": self.category,
+            "evidence": list(self.evidence),
+            "ranked": list(self.ranked),
             "latency_ms": round(self.latency_ms, 3),
-        }  # fmt: skip
+        }
 
 
 @dataclass(kw_only=True)
@@ -150,11 +153,14 @@ async def run_conversation(
             latency = (time.perf_counter() - started) * 1000
             result.questions.append(
                 QuestionResult(
-                    sample_id=sample_id, question=qa["question"], category=category,
-                    evidence=evidence, ranked=tuple(str(f.row.meta["dia_id"]) for f in found),
+                    sample_id=sample_id,
+                    question=qa["question"],
+                    category=category,
+                    evidence=evidence,
+                    ranked=tuple(str(f.row.meta["dia_id"]) for f in found),
                     latency_ms=latency,
                 )
-            )  # fmt: skip
+            )
 
 
 async def run_locomo(

@@ -21,7 +21,9 @@ def locomo(
         list[str] | None, typer.Option("--sample", help="Only this conversation (repeatable).")
     ] = None,
     k: Annotated[int, typer.Option("--k", help="Length of each ranking (at least 20).")] = 20,
-    out: Annotated[Path | None, typer.Option("--out", help="Write one JSON line per question.")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write one JSON line per question.")
+    ] = None,
 ) -> None:
     """Retrieval quality on LoCoMo: recall@1/5/10/20 through phi's own write and recall path."""
 
@@ -43,8 +45,12 @@ def print_locomo(result: LocomoResult) -> None:
         table.add_column(f"R@{k}", justify="right")
     for category, name in CATEGORIES.items():
         count = sum(1 for q in result.questions if q.category == category)
-        table.add_row(f"{category} {name}", str(count), *(f"{result.recall(k, category):.3f}" for k in KS))
-    table.add_row("all", str(len(result.questions)), *(f"{result.recall(k):.3f}" for k in KS), style="bold")
+        table.add_row(
+            f"{category} {name}", str(count), *(f"{result.recall(k, category):.3f}" for k in KS)
+        )
+    table.add_row(
+        "all", str(len(result.questions)), *(f"{result.recall(k):.3f}" for k in KS), style="bold"
+    )
     console.print(table)
     rate = result.turns / result.ingest_seconds if result.ingest_seconds else float("nan")
     console.print(

@@ -33,16 +33,16 @@ def _print_hits(found: list[Recalled]) -> None:
     if not found:
         console.print("no matching memory")
         return
-    table = Table(show_lines=False)
-    for column in ("score", "age", "kind", "trust", "namespace", "content", "id"):
-        table.add_column(column, overflow="fold")
-    for hit in found:
+    for rank, hit in enumerate(found, start=1):
         row = hit.row
-        table.add_row(
-            f"{hit.score:.4f}", format_age(hit.age_seconds), row.kind, row.trust, row.namespace,
-            row.content if len(row.content) < 300 else row.content[:299] + "…", row.row_id,
-        )  # fmt: skip
-    console.print(table)
+        console.print(
+            f"[bold]{rank}.[/] {hit.score:.3f}  {row.kind} · {row.trust} trust · "
+            f"{format_age(hit.age_seconds)} · {row.namespace} · found by {hit.matched_by}",
+            highlight=False,
+        )
+        text = row.content if len(row.content) <= 500 else row.content[:499] + "…"
+        console.print(f"   {text}", highlight=False, markup=False)
+        console.print(f"   [dim]id {row.row_id}[/]", highlight=False)
 
 
 def _print_row(row: Row) -> None:
@@ -71,9 +71,13 @@ def add(
     async def go() -> Row:
         async with open_memory(db) as memory:
             return await memory.remember(
-                content, namespace=namespace, kind=_kind(kind), tags=tag or (),
-                source_uris=source or (), author=author,
-            )  # fmt: skip
+                content,
+                namespace=namespace,
+                kind=_kind(kind),
+                tags=tag or (),
+                source_uris=source or (),
+                author=author,
+            )
 
     row = run(go)
     emit_json(row.to_json()) if as_json else console.print(
@@ -88,7 +92,7 @@ def _kind(value: str) -> Kind:
         from phi.cli._edge import fail
 
         fail(f"unknown kind {value!r}; expected one of {', '.join(KINDS)}")
-    return value  # type: ignore[return-value]
+    return value
 
 
 @memory_app.command("search")
@@ -111,9 +115,15 @@ def search(
     async def go() -> list[Recalled]:
         async with open_memory(db) as memory:
             return await memory.search(
-                query, namespace=namespace or None, kinds=[_kind(k) for k in kind or ()] or None,
-                status=chosen_status, author=author, since=start, until=end, limit=limit,
-            )  # fmt: skip
+                query,
+                namespace=namespace or None,
+                kinds=[_kind(k) for k in kind or ()] or None,
+                status=chosen_status,
+                author=author,
+                since=start,
+                until=end,
+                limit=limit,
+            )
 
     found = run(go)
     emit_json([f.to_json() for f in found]) if as_json else _print_hits(found)
@@ -133,14 +143,20 @@ def show(
 
     row, neighbours = run(go)
     if as_json:
-        emit_json({
-            **row.to_json(),
-            "neighbors": [
-                {"edge_type": n.edge.edge_type, "weight": n.edge.weight, "row_id": n.row.row_id,
-                 "content": n.row.content}
-                for n in neighbours
-            ],
-        })  # fmt: skip
+        emit_json(
+            {
+                **row.to_json(),
+                "neighbors": [
+                    {
+                        "edge_type": n.edge.edge_type,
+                        "weight": n.edge.weight,
+                        "row_id": n.row.row_id,
+                        "content": n.row.content,
+                    }
+                    for n in neighbours
+                ],
+            }
+        )
         return
     _print_row(row)
     for n in neighbours:
@@ -164,9 +180,11 @@ def preload(
             return await memory.preload(hint, namespace=namespace or None, budget_tokens=budget)
 
     window = run(go)
-    emit_json(window.to_json()) if as_json else console.print(
-        window.text or "(no memory yet)", highlight=False
-    )
+    if as_json:
+        emit_json(window.to_json())
+    else:
+        # Plain text, unwrapped: this is what a model would be given.
+        typer.echo(window.text or "(no memory yet)")
 
 
 @memory_app.command("stats")
@@ -179,16 +197,25 @@ def stats(db: Db = None, as_json: AsJson = False) -> None:
 
     summary, namespaces = run(go)
     data = {
-        "location": summary.location, "backend": summary.backend,
-        "embedding": summary.embedding and {"model": summary.embedding.model, "dimension": summary.embedding.dimension},
-        "rows": summary.rows, "edges": summary.edges, "namespaces": summary.namespaces,
+        "location": summary.location,
+        "backend": summary.backend,
+        "embedding": summary.embedding
+        and {"model": summary.embedding.model, "dimension": summary.embedding.dimension},
+        "rows": summary.rows,
+        "edges": summary.edges,
+        "namespaces": summary.namespaces,
         "size_bytes": summary.size_bytes,
         "by_namespace": [
-            {"namespace": n.namespace, "rows": n.rows, "active": n.active, "kinds": dict(n.kinds),
-             "last_created_at": n.last_created_at and n.last_created_at.isoformat()}
+            {
+                "namespace": n.namespace,
+                "rows": n.rows,
+                "active": n.active,
+                "kinds": dict(n.kinds),
+                "last_created_at": n.last_created_at and n.last_created_at.isoformat(),
+            }
             for n in namespaces
         ],
-    }  # fmt: skip
+    }
     if as_json:
         emit_json(data)
         return
@@ -266,6 +293,5 @@ def forget(
         )
     else:
         kinds = ", ".join(f"{n} {k}" for k, n in report.kinds.items())
-        console.print(
-            f"erased {report.namespace}: {report.rows} rows ({kinds}) and {report.edges} edges"
-        )
+        edges = f"{report.edges} edge" + ("" if report.edges == 1 else "s")
+        console.print(f"erased {report.namespace}: {report.rows} rows ({kinds}) and {edges}")

@@ -117,11 +117,12 @@ class MiniLMEmbedder:
         feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self._input_names(session):
             feeds["token_type_ids"] = np.zeros_like(ids)
-        hidden = session.run(None, feeds)[0]
+        hidden: npt.NDArray[np.float32] = session.run(None, feeds)[0]
         weights = mask[:, :, None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        unit: Vectors = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return unit
 
     @staticmethod
     def _input_names(session: onnxruntime.InferenceSession) -> set[str]:

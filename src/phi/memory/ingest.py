@@ -1,7 +1,7 @@
 """The write path: validate, deduplicate, embed, link, store — all or nothing.
 
 Edges are made here, not by the store, so every backend gets the same graph:
-- temporal: to the previous row of the same thread (or namespace, when there is no thread);
+- temporal: to the previous row of the same thread and of the same namespace;
 - reference: to recent rows that mention the same handle, DID, URL or AT-URI;
 - semantic: to the nearest rows of the same namespace above a similarity threshold.
 """
@@ -9,12 +9,10 @@ Edges are made here, not by the store, so every backend gets the same graph:
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Final
-
-import numpy as np
+from typing import Final
 
 from phi.errors import InvalidInput
 from phi.memory.embed import Embedder, Vectors
@@ -132,10 +130,10 @@ async def write_rows(
             existing[namespace, chash] = row
     for item in items:
         key = (item.namespace, content_hash(item.kind, item.content, item.source_uris))
-        row = existing.get(key) or fresh.get(key)
-        if row is None:
-            row = fresh[key] = _build_row(item, now)
-        rows.append(row)
+        found = existing.get(key) or fresh.get(key)
+        if found is None:
+            found = fresh[key] = _build_row(item, now)
+        rows.append(found)
     new_rows = list(fresh.values())
     if not new_rows:
         return rows
@@ -181,7 +179,7 @@ async def _temporal_edges(store: Store, rows: Sequence[Row]) -> list[Edge]:
     previous: dict[tuple[str, str | None], str | None] = {}
     edges = []
     for row in rows:
-        scopes = [(row.namespace, None)]
+        scopes: list[tuple[str, str | None]] = [(row.namespace, None)]
         if (thread := _thread(row)) is not None:
             scopes.insert(0, (row.namespace, thread))
         linked: set[str] = set()
@@ -212,11 +210,12 @@ async def _semantic_edges(
         return []
     edges = []
     within = vectors @ vectors.T
+    stored = await store.vector_search_many(
+        [(vectors[i], RowFilter(namespaces=(row.namespace,))) for i, row in enumerate(rows)],
+        limit=policy.semantic_neighbours,
+    )
     for i, row in enumerate(rows):
-        hits = await store.vector_search(
-            vectors[i], RowFilter(namespaces=(row.namespace,)), limit=policy.semantic_neighbours
-        )
-        candidates = [(h.score, h.row_id) for h in hits]
+        candidates = [(h.score, h.row_id) for h in stored[i]]
         candidates += [
             (float(within[i, j]), rows[j].row_id)
             for j in range(i)

@@ -35,7 +35,7 @@ from phi.memory.model import (
     utc_now,
     validate_namespace,
 )
-from phi.memory.preload import ContextWindow, render_window
+from phi.memory.preload import ContextWindow, build_window
 from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe, recall
 from phi.memory.store import (
     EmbeddingSpec,
@@ -129,13 +129,23 @@ class Memory:
         supersedes: str | None = None,
     ) -> Row:
         """Store one row (or return the existing one: the same text and sources make one row)."""
-        (row,) = await self.remember_many([
-            self.new_row(
-                content, namespace=namespace, kind=kind, trust=trust, tags=tags,
-                source_uris=source_uris, author=author, created_at=created_at, thread=thread,
-                meta=meta, supersedes=supersedes,
-            )
-        ])  # fmt: skip
+        (row,) = await self.remember_many(
+            [
+                self.new_row(
+                    content,
+                    namespace=namespace,
+                    kind=kind,
+                    trust=trust,
+                    tags=tags,
+                    source_uris=source_uris,
+                    author=author,
+                    created_at=created_at,
+                    thread=thread,
+                    meta=meta,
+                    supersedes=supersedes,
+                )
+            ]
+        )
         return row
 
     @staticmethod
@@ -158,11 +168,17 @@ class Memory:
         if thread is not None:
             full_meta["thread"] = thread
         return NewRow(
-            namespace=namespace, kind=kind, content=content,
-            trust=trust or TRUST_OF_KIND.get(kind, "medium"), tags=tuple(tags),
-            source_uris=tuple(source_uris), author=author, created_at=created_at,
-            meta=full_meta, supersedes=supersedes,
-        )  # fmt: skip
+            namespace=namespace,
+            kind=kind,
+            content=content,
+            trust=trust or TRUST_OF_KIND.get(kind, "medium"),
+            tags=tuple(tags),
+            source_uris=tuple(source_uris),
+            author=author,
+            created_at=created_at,
+            meta=full_meta,
+            supersedes=supersedes,
+        )
 
     async def remember_many(self, rows: Sequence[NewRow]) -> list[Row]:
         """Store several rows in one transaction, embedding them in batches."""
@@ -181,12 +197,19 @@ class Memory:
         meta: Mapping[str, Any] | None = None,
     ) -> Row:
         """Store a verbatim exchange ("speaker: text" per line) as a high-trust `interaction`."""
-        (row,) = await self.remember_many([
-            self.interaction_row(
-                turns, namespace=namespace, author=author, source_uris=source_uris,
-                created_at=created_at, thread=thread, meta=meta,
-            )
-        ])  # fmt: skip
+        (row,) = await self.remember_many(
+            [
+                self.interaction_row(
+                    turns,
+                    namespace=namespace,
+                    author=author,
+                    source_uris=source_uris,
+                    created_at=created_at,
+                    thread=thread,
+                    meta=meta,
+                )
+            ]
+        )
         return row
 
     @classmethod
@@ -221,9 +244,16 @@ class Memory:
             {"speaker": t.speaker, "text": t.text, "by_phi": t.by_phi} for t in turns
         ]
         return cls.new_row(
-            content, namespace=namespace, kind="interaction", trust="high", author=author,
-            source_uris=source_uris, created_at=created_at, thread=thread, meta=full_meta,
-        )  # fmt: skip
+            content,
+            namespace=namespace,
+            kind="interaction",
+            trust="high",
+            author=author,
+            source_uris=source_uris,
+            created_at=created_at,
+            thread=thread,
+            meta=full_meta,
+        )
 
     # -- reading -------------------------------------------------------------------------
 
@@ -252,9 +282,14 @@ class Memory:
             raise InvalidInput(f"limit {limit} is out of range 1-1000")
         where = self._filter(namespace, kinds, status, author, since, until)
         found = await recall(
-            self.store, self.embedder, query, where, limit=limit,
-            now=ensure_utc(now) if now else utc_now(), recipe=recipe or self.recipe,
-        )  # fmt: skip
+            self.store,
+            self.embedder,
+            query,
+            where,
+            limit=limit,
+            now=ensure_utc(now) if now else utc_now(),
+            recipe=recipe or self.recipe,
+        )
         if not found:
             await self._require_namespaces(where)
         return found
@@ -282,10 +317,13 @@ class Memory:
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}; expected one of {', '.join(STATUSES)}")
         return RowFilter(
-            namespaces=names, kinds=tuple(kinds) if kinds else None,
-            statuses=(status,) if status else None, author=author,
-            since=ensure_utc(since) if since else None, until=ensure_utc(until) if until else None,
-        )  # fmt: skip
+            namespaces=names,
+            kinds=tuple(kinds) if kinds else None,
+            statuses=(status,) if status else None,
+            author=author,
+            since=ensure_utc(since) if since else None,
+            until=ensure_utc(until) if until else None,
+        )
 
     async def get(self, row_id: str) -> Row:
         """One row by id."""
@@ -329,61 +367,19 @@ class Memory:
         """The context a session starts with: recent, relevant and connected rows."""
         if budget_tokens < 50:
             raise InvalidInput(f"budget of {budget_tokens} tokens is too small; give at least 50")
-        moment = ensure_utc(now) if now else utc_now()
         where = self._filter(namespace, None, "active", None, None, None)
         await self._require_namespaces(where)
-        latest = [
-            Recalled(row=r, score=0.0, matched_by="graph", age_seconds=r.age_seconds(moment))
-            for r in await self.store.latest(where, limit=recent)
-        ]
-        seen = {r.row.row_id for r in latest}
-        found = (
-            await recall(
-                self.store,
-                self.embedder,
-                hint,
-                where,
-                limit=relevant + len(seen),
-                now=moment,
-                recipe=self.recipe,
-            )
-            if hint.strip()
-            else []
-        )
-        relevant_rows = [r for r in found if r.row.row_id not in seen][:relevant]
-        seen |= {r.row.row_id for r in relevant_rows}
-        connected = await self._connected(relevant_rows, where, seen, moment)
-        scope = ", ".join(where.namespaces) if where.namespaces else "all namespaces"
-        return render_window(
-            hint, scope, {"recent": latest, "relevant": relevant_rows, "connected": connected},
+        return await build_window(
+            self.store,
+            self.embedder,
+            hint,
+            where,
             budget_tokens=budget_tokens,
-        )  # fmt: skip
-
-    async def _connected(
-        self, seeds: Sequence[Recalled], where: RowFilter, seen: set[str], moment: datetime
-    ) -> list[Recalled]:
-        from phi.memory.store.base import row_matches
-
-        if not seeds:
-            return []
-        weights: dict[str, float] = {}
-        seed_score = {s.row.row_id: s.score for s in seeds}
-        for edge in await self.store.edges(list(seed_score)):
-            for a, b in ((edge.src, edge.dst), (edge.dst, edge.src)):
-                if a in seed_score and b not in seen:
-                    weights[b] = weights.get(b, 0.0) + edge.weight * seed_score[a]
-        rows = await self.store.get_rows(list(weights))
-        out = [
-            Recalled(
-                row=r,
-                score=weights[r.row_id],
-                matched_by="graph",
-                age_seconds=r.age_seconds(moment),
-            )
-            for r in rows
-            if row_matches(r, where)
-        ]
-        return sorted(out, key=lambda r: -r.score)
+            recent=recent,
+            relevant=relevant,
+            now=ensure_utc(now) if now else utc_now(),
+            recipe=self.recipe,
+        )
 
     # -- housekeeping --------------------------------------------------------------------
 

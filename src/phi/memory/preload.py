@@ -8,14 +8,17 @@ weigh a verbatim exchange above an extracted fact and an old note below a fresh 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final
 
+from phi.memory.embed import Embedder
 from phi.memory.model import Trust
-from phi.memory.recall import Recalled
+from phi.memory.recall import Recalled, RecallRecipe, recall
+from phi.memory.store.base import RowFilter, Store, row_matches
 
-__all__ = ["ContextWindow", "estimate_tokens", "format_age", "render_window"]
+__all__ = ["ContextWindow", "build_window", "estimate_tokens", "format_age", "render_window"]
 
 TRUST_NOTE: Final[dict[Trust, str]] = {
     "high": "verbatim, high trust",
@@ -87,7 +90,7 @@ def _header(section: str, hint: str, scope: str) -> str:
 def render_window(
     hint: str,
     scope: str,
-    sections: dict[str, Sequence[Recalled]],
+    sections: Mapping[str, Sequence[Recalled]],
     *,
     budget_tokens: int,
 ) -> ContextWindow:
@@ -125,3 +128,54 @@ def render_window(
         text=text,
         tokens=estimate_tokens(text),
     )
+
+
+async def build_window(
+    store: Store,
+    embedder: Embedder,
+    hint: str,
+    where: RowFilter,
+    *,
+    budget_tokens: int,
+    recent: int,
+    relevant: int,
+    now: datetime,
+    recipe: RecallRecipe,
+) -> ContextWindow:
+    """Choose the rows of a window: relevant first, then recent, then their neighbours."""
+    found = (
+        await recall(store, embedder, hint, where, limit=relevant, now=now, recipe=recipe)
+        if hint.strip()
+        else []
+    )
+    seen = {r.row.row_id for r in found}
+    latest = [
+        Recalled(row=r, score=0.0, matched_by="graph", age_seconds=r.age_seconds(now))
+        for r in await store.latest(where, limit=recent + len(seen))
+        if r.row_id not in seen
+    ][:recent]
+    seen |= {r.row.row_id for r in latest}
+    connected = await _connected(store, found, where, seen, now)
+    scope = ", ".join(where.namespaces) if where.namespaces else "all namespaces"
+    sections = {"recent": latest, "relevant": found, "connected": connected}
+    return render_window(hint, scope, sections, budget_tokens=budget_tokens)
+
+
+async def _connected(
+    store: Store, seeds: Sequence[Recalled], where: RowFilter, seen: set[str], now: datetime
+) -> list[Recalled]:
+    """Rows linked to the seeds, weighted by edge weight times the seed's score."""
+    if not seeds:
+        return []
+    weights: dict[str, float] = {}
+    seed_score = {s.row.row_id: s.score for s in seeds}
+    for edge in await store.edges(list(seed_score)):
+        for a, b in ((edge.src, edge.dst), (edge.dst, edge.src)):
+            if a in seed_score and b not in seen:
+                weights[b] = weights.get(b, 0.0) + edge.weight * seed_score[a]
+    connected = [
+        Recalled(row=r, score=weights[r.row_id], matched_by="graph", age_seconds=r.age_seconds(now))
+        for r in await store.get_rows(list(weights))
+        if row_matches(r, where)  # a neighbour in another person's namespace stays out
+    ]
+    return sorted(connected, key=lambda r: -r.score)

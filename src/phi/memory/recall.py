@@ -167,7 +167,9 @@ async def recall(
     terms = query_terms(query)
     dense = await store.vector_search(vector, where, limit=recipe.candidates)
     text = await store.text_search(terms, where, limit=recipe.candidates)
-    adjacency = await _neighbourhood(store, {h.row_id for h in dense} | {h.row_id for h in text}, recipe)
+    adjacency = await _neighbourhood(
+        store, {h.row_id for h in dense} | {h.row_id for h in text}, recipe
+    )
     # Rows reached only through the graph get their own exact scores: a neighbour that
     # also matches the query a little should count for it.
     extra = sorted(set(adjacency) - {h.row_id for h in dense} - {h.row_id for h in text})
@@ -175,9 +177,17 @@ async def recall(
         dense = _merge(dense, await store.vector_scores(vector, extra))
         text = _merge(text, await store.text_scores(terms, extra))
     fused = fuse_max_normalised([(dense, recipe.dense_weight), (text, 1.0 - recipe.dense_weight)])
-    scores = smooth_scores(
-        fused, adjacency, weight=recipe.smooth_weight, decay=recipe.smooth_decay, hops=recipe.smooth_hops
-    ) if adjacency else fused  # fmt: skip
+    scores = (
+        smooth_scores(
+            fused,
+            adjacency,
+            weight=recipe.smooth_weight,
+            decay=recipe.smooth_decay,
+            hops=recipe.smooth_hops,
+        )
+        if adjacency
+        else fused
+    )
     # Recency lifts a score by at most (1 + weight): rows below that reach cannot make the
     # top, so only the head of the ranking is fetched.
     head = sorted(scores, key=lambda i: -scores[i])[: max(limit * 3, limit + 20)]

@@ -43,7 +43,8 @@ def prepare_connection(conn: apsw.Connection) -> None:
 def apply_migrations(conn: apsw.Connection) -> list[str]:
     """Apply pending migrations in order; return the names applied."""
     conn.execute(
-        "CREATE TABLE IF NOT EXISTS phi_migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        "CREATE TABLE IF NOT EXISTS phi_migrations"
+        " (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
     done = {name for (name,) in conn.execute("SELECT name FROM phi_migrations")}
     applied = []
@@ -64,6 +65,9 @@ def create_vector_table(conn: apsw.Connection, dimension: int) -> None:
 
     Filter columns live in the vector table too, so filtered KNN stays exact instead of
     being post-filtered. `author` is `''` for none: vec0 metadata cannot be NULL.
+    vec0 allocates storage a chunk at a time per partition; its default of 1024 vectors
+    (1.5 MB at 384-d) per namespace made a store of 1000 small namespaces 1.6 GB. Chunks
+    of 64 cut that sixteenfold and make a scoped scan faster, not slower.
     """
     conn.execute(
         f"""CREATE VIRTUAL TABLE IF NOT EXISTS row_vectors USING vec0(
@@ -73,7 +77,8 @@ def create_vector_table(conn: apsw.Connection, dimension: int) -> None:
             kind TEXT,
             status TEXT,
             author TEXT,
-            created_at FLOAT
+            created_at FLOAT,
+            chunk_size = 64
         )"""
     )
 

@@ -21,7 +21,6 @@ from phi.memory.model import Edge, EdgeType, Kind, Row, Status
 
 __all__ = [
     "EmbeddingSpec",
-    "row_matches",
     "ForgetReport",
     "Hit",
     "NamespaceInfo",
@@ -29,6 +28,7 @@ __all__ = [
     "RowWrite",
     "Store",
     "StoreStats",
+    "row_matches",
 ]
 
 
@@ -161,6 +161,12 @@ class Store(Protocol):
         self, vector: npt.NDArray[np.float32], where: RowFilter, *, limit: int
     ) -> list[Hit]:
         """Nearest rows by cosine similarity, best first, exactly within `where`."""
+        ...
+
+    async def vector_search_many(
+        self, queries: Sequence[tuple[npt.NDArray[np.float32], RowFilter]], *, limit: int
+    ) -> list[list[Hit]]:
+        """`vector_search` for several queries at once (the write path links whole batches)."""
         ...
 
     async def text_search(self, terms: Sequence[str], where: RowFilter, *, limit: int) -> list[Hit]:

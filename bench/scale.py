@@ -1,0 +1,200 @@
+"""Latency and scale of the memory engine: 10k, 100k and 1M rows over ~1000 namespaces.
+
+    uv run python bench/scale.py [--sizes 10000,100000,1000000] [--db PATH]
+
+The store is filled through the store API with realistic synthetic rows: low-rank plus
+noise vectors clustered per namespace (uniformly random vectors would defeat any index)
+and Zipf-distributed words, each row linked to the previous one of its namespace. At
+each size it measures, through `Memory`:
+- ingest rate of new rows through `remember_many`, real MiniLM embedding and edges included;
+- namespace-scoped top-10 recall latency, without the query embedding (a cached vector)
+  and with it (MiniLM), p50 and p95;
+- unscoped top-10 recall latency;
+- the file size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import anyio
+import numpy as np
+
+from phi.memory import Memory, MiniLMEmbedder
+from phi.memory.embed import Vectors
+from phi.memory.model import Edge, Row, content_hash, new_row_id
+from phi.memory.store import RowWrite
+
+NAMESPACES = 1000
+RANK = 48
+VOCABULARY = 20_000
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class CachedEmbedder:
+    """Serves precomputed query vectors: measures recall without the embedding cost."""
+
+    vectors: dict[str, np.ndarray]
+    name: str = "all-MiniLM-L6-v2"
+    dimension: int = 384
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        return np.stack([self.vectors[t] for t in texts]).astype(np.float32)
+
+
+class Generator:
+    """Rows whose vectors and words look like a real memory's, made fast."""
+
+    def __init__(self, seed: int = 7) -> None:
+        self.rng = np.random.default_rng(seed)
+        basis, _ = np.linalg.qr(self.rng.standard_normal((384, RANK)))
+        self.basis = basis.astype(np.float32)
+        self.centres = self.rng.standard_normal((NAMESPACES, RANK)).astype(np.float32)
+        ranks = np.arange(1, VOCABULARY + 1)
+        self.word_p = (1 / ranks) / (1 / ranks).sum()
+        self.words = np.array([f"w{i}" for i in range(VOCABULARY)])
+
+    def vectors(self, namespaces: np.ndarray) -> np.ndarray:
+        latent = self.centres[namespaces] + 0.8 * self.rng.standard_normal((len(namespaces), RANK))
+        v = latent @ self.basis.T + 0.15 * self.rng.standard_normal((len(namespaces), 384))
+        return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
+
+    def texts(self, n: int) -> list[str]:
+        picks = self.rng.choice(VOCABULARY, size=(n, 24), p=self.word_p)
+        return [" ".join(self.words[row]) for row in picks]
+
+
+async def fill(memory: Memory, gen: Generator, start: int, stop: int, last: dict[int, str]) -> None:
+    batch = 2000
+    for offset in range(start, stop, batch):
+        n = min(batch, stop - offset)
+        namespaces = gen.rng.integers(0, NAMESPACES, size=n)
+        vectors, texts = gen.vectors(namespaces), gen.texts(n)
+        writes, edges = [], []
+        for i in range(n):
+            ns = int(namespaces[i])
+            moment = T0 + timedelta(seconds=offset + i)
+            row = Row(
+                row_id=new_row_id(),
+                namespace=f"bench-{ns:04d}",
+                kind="interaction",
+                content=texts[i],
+                status="active",
+                supersedes=None,
+                trust="high",
+                tags=(),
+                source_uris=(f"bench://{offset + i}",),
+                author=None,
+                created_at=moment,
+                updated_at=moment,
+                meta={},
+                content_hash=content_hash("interaction", texts[i], ()),
+            )
+            writes.append(RowWrite(row=row, vector=vectors[i]))
+            if ns in last:
+                edges.append(Edge(src=last[ns], dst=row.row_id, edge_type="temporal"))
+            last[ns] = row.row_id
+        await memory.store.write(writes, edges)
+
+
+async def ingest_rate(memory: Memory, gen: Generator, n: int) -> float:
+    texts = [f"{t} about the garden and the weather today" for t in gen.texts(n)]
+    namespaces = gen.rng.integers(0, NAMESPACES, size=n)
+    rows = [
+        memory.new_row(text, namespace=f"bench-{int(ns):04d}", kind="interaction")
+        for text, ns in zip(texts, namespaces, strict=True)
+    ]
+    started = time.perf_counter()
+    for offset in range(0, n, 256):
+        await memory.remember_many(rows[offset : offset + 256])
+    return n / (time.perf_counter() - started)
+
+
+def quantiles(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
+
+
+async def latencies(
+    memory: Memory, queries: list[str], namespaces: list[str | None]
+) -> list[float]:
+    out = []
+    for query, namespace in zip(queries, namespaces, strict=True):
+        started = time.perf_counter()
+        await memory.search(query, namespace=namespace, limit=10)
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+async def measure(path: Path, sizes: list[int], queries: int, ingest: int) -> None:
+    gen = Generator()
+    minilm = MiniLMEmbedder()
+    query_texts = [" ".join(t.split()[:6]) for t in gen.texts(queries)]
+    query_vectors = dict(zip(query_texts, await minilm.embed(query_texts), strict=True))
+    scoped = [f"bench-{int(n):04d}" for n in gen.rng.integers(0, NAMESPACES, size=queries)]
+    last: dict[int, str] = {}
+    filled = 0
+    columns = [
+        "rows",
+        "fill rows/s (no embedding)",
+        "ingest rows/s (MiniLM + edges)",
+        "scoped p50/p95 ms, cached query vector",
+        "scoped p50/p95 ms, MiniLM query",
+        "unscoped p50/p95 ms, cached",
+        "file MB",
+    ]
+    print("| " + " | ".join(columns) + " |")
+    print("|---|---|---|---|---|---|---|")
+    for size in sizes:
+        async with Memory.open(path, embedder=minilm) as memory:
+            started = time.perf_counter()
+            await fill(memory, gen, filled, size - ingest, last)
+            fill_rate = (size - ingest - filled) / max(time.perf_counter() - started, 1e-9)
+            rate = await ingest_rate(memory, gen, ingest)
+            filled = size
+            with_embedding = quantiles(await latencies(memory, query_texts, list(scoped)))
+        async with Memory.open(path, embedder=CachedEmbedder(query_vectors)) as memory:
+            await latencies(memory, query_texts[:20], list(scoped[:20]))  # warm the page cache
+            without = quantiles(await latencies(memory, query_texts, list(scoped)))
+            unscoped = quantiles(await latencies(memory, query_texts[:20], [None] * 20))
+            size_mb = ((await memory.stats()).size_bytes or 0) / 1e6
+        print(
+            f"| {size:,} | {fill_rate:,.0f} | {rate:,.0f} | {without[0]:.1f} / {without[1]:.1f} | "
+            f"{with_embedding[0]:.1f} / {with_embedding[1]:.1f} | "
+            f"{unscoped[0]:.0f} / {unscoped[1]:.0f} | "
+            f"{size_mb:,.0f} |",
+            flush=True,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--ingest", type=int, default=2000, help="rows written through remember_many at each size"
+    )
+    parser.add_argument(
+        "--db", type=Path, default=None, help="store path (default: a temporary file)"
+    )
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    if args.db is not None:
+        anyio.run(measure, args.db, sizes, args.queries, args.ingest)
+        return
+    with tempfile.TemporaryDirectory(prefix="phi-scale-") as tmp:
+        anyio.run(measure, Path(tmp) / "scale.db", sizes, args.queries, args.ingest)
+
+
+if __name__ == "__main__":
+    main()

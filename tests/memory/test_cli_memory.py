@@ -1,0 +1,133 @@
+"""`phi memory ...` and `phi bench locomo` through the real CLI, on a real store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from phi.cli import app
+
+ALICE = "phi-users-did:plc:alice"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return str(tmp_path / "cli.db")
+
+
+def phi(*args: str, stdin: str | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args), input=stdin)
+    return result.exit_code, result.output
+
+
+def test_add_search_show_preload_stats_export_forget(db: str, tmp_path: Path) -> None:
+    code, out = phi(
+        "memory", "add", "alice adopted a greyhound named Pixel", "-n", ALICE, "--kind",
+        "observation", "--tag", "pets", "--source", "at://x/1", "--db", db, "--json",
+    )  # fmt: skip
+    assert code == 0, out
+    row = json.loads(out)
+    assert (row["kind"], row["tags"], row["source_uris"]) == ("observation", ["pets"], ["at://x/1"])
+    code, out = phi(
+        "memory", "add", "-", "-n", ALICE, "--db", db, stdin="she also plays the cello\n"
+    )
+    assert code == 0 and "remembered" in out
+
+    code, out = phi(
+        "memory", "search", "what is her dog called?", "-n", ALICE, "--db", db, "--json"
+    )
+    hits = json.loads(out)
+    assert code == 0 and hits[0]["row_id"] == row["row_id"] and hits[0]["score"] > 0
+    assert {"score", "matched_by", "age_seconds", "namespace", "trust"} <= set(hits[0])
+    code, out = phi("memory", "search", "greyhound", "-n", ALICE, "--db", db)
+    assert code == 0 and "greyhound" in out and "observation" in out
+
+    code, out = phi("memory", "show", row["row_id"], "--db", db, "--json")
+    shown = json.loads(out)
+    assert shown["content"] == "alice adopted a greyhound named Pixel"
+    assert [n["edge_type"] for n in shown["neighbors"]] == ["temporal"]
+
+    code, out = phi("memory", "preload", "pets", "-n", ALICE, "--budget", "200", "--db", db)
+    assert code == 0 and "[RELEVANT MEMORY" in out and "greyhound" in out
+
+    code, out = phi("memory", "stats", "--db", db, "--json")
+    stats = json.loads(out)
+    assert (stats["rows"], stats["embedding"]["model"]) == (2, "all-MiniLM-L6-v2")
+    assert stats["by_namespace"][0]["kinds"] == {"observation": 1, "note": 1}
+
+    export = tmp_path / "export.jsonl"
+    code, out = phi("memory", "export", "-n", ALICE, "--output", str(export), "--db", db)
+    assert code == 0 and "exported 2 rows" in out
+    exported = [json.loads(line)["content"] for line in export.read_text().splitlines()]
+    assert exported[0].startswith("alice")
+
+    code, out = phi("memory", "forget", ALICE, "--db", db, stdin="n\n")
+    assert code == 1
+    code, out = phi("memory", "forget", ALICE, "--yes", "--db", db)
+    assert code == 0 and "erased phi-users-did:plc:alice: 2 rows (1 note, 1 observation) and 1 edge" in out
+
+
+def test_errors_are_one_line_with_exit_code_2(db: str, tmp_path: Path) -> None:
+    code, out = phi("memory", "add", "  ", "-n", ALICE, "--db", db)
+    assert code == 2 and out.startswith("error: empty content") and out.count("\n") == 1
+    code, out = phi("memory", "search", "x", "-n", "nobody", "--db", db)
+    assert code == 2 and "namespace 'nobody' holds no rows" in out
+    code, out = phi("memory", "show", "nope", "--db", db)
+    assert code == 2 and "no memory row with id 'nope'" in out
+    code, out = phi("memory", "add", "x", "-n", ALICE, "--kind", "gossip", "--db", db)
+    assert code == 2 and "unknown kind 'gossip'" in out
+    code, out = phi("memory", "search", "x", "--since", "yesterday", "--db", db)
+    assert code == 2 and "--since 'yesterday' is not an ISO 8601" in out
+    garbage = tmp_path / "garbage.db"
+    garbage.write_text("not a database at all" * 50)
+    code, out = phi("memory", "stats", "--db", str(garbage))
+    assert code == 2 and "is not a SQLite database" in out
+
+
+def test_default_store_lives_under_phi_home(phi_home: Path) -> None:
+    code, out = phi("memory", "add", "hello", "-n", "scratch")
+    assert code == 0, out
+    assert (phi_home / "memory.db").exists()
+
+
+def test_bench_locomo_writes_rankings_and_prints_the_table(tmp_path: Path) -> None:
+    turns = [
+        {"speaker": "Ann", "dia_id": "D1:1", "text": "I just adopted a greyhound called Pixel!"},
+        {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely. I went sailing on the lake."},
+        {"speaker": "Ann", "dia_id": "D1:3", "text": "My sister moved to Lisbon last week."},
+    ]
+    data = [{
+        "sample_id": "tiny",
+        "conversation": {"speaker_a": "Ann", "speaker_b": "Bo", "session_1": turns,
+                         "session_1_date_time": "1:56 pm on 8 May, 2023"},
+        "qa": [
+            {"question": "What is the name of Ann's dog?", "answer": "Pixel",
+             "evidence": ["D1:1"], "category": 4},
+            {"question": "Where did Ann's sister move?", "answer": "Lisbon",
+             "evidence": ["D1:3", "D9:9"], "category": 1},
+            {"question": "What did Bo not do?", "answer": "", "evidence": ["D1:2"], "category": 5},
+        ],
+    }]  # fmt: skip
+    source = tmp_path / "tiny.json"
+    source.write_text(json.dumps(data))
+    out_file = tmp_path / "out.jsonl"
+    code, out = phi("bench", "locomo", str(source), "--out", str(out_file))
+    assert code == 0, out
+    lines = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert [q["category"] for q in lines] == [4, 1]
+    assert lines[0]["ranked"][0] == "D1:1" and lines[1]["ranked"][0] == "D1:3"
+    assert lines[1]["evidence"] == ["D1:3"]
+    assert set(lines[0]) == {
+        "sample_id",
+        "question",
+        "category",
+        "evidence",
+        "ranked",
+        "latency_ms",
+    }
+    assert "R@10" in out and "turns/s" in out and "p95" in out
+    code, out = phi("bench", "locomo", str(source), "--sample", "conv-99")
+    assert code == 2 and "no conversation 'conv-99'" in out
