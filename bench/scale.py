@@ -4,9 +4,12 @@
 
 The store is filled through the store API with realistic synthetic rows: low-rank plus
 noise vectors clustered per namespace (uniformly random vectors would defeat any index)
-and Zipf-distributed words, each row linked to the previous one of its namespace. At
-each size it measures, through `Memory`:
-- ingest rate of new rows through `remember_many`, real MiniLM embedding and edges included;
+and Zipf-distributed words (without the head of the curve, which real queries drop as
+stopwords), each row linked to the previous one of its namespace. At each size it
+measures, through `Memory`:
+- ingest rate of new rows through `remember_many`, real MiniLM embedding and edges
+  included, on real conversational text (LoCoMo turns when the data is beside the checkout,
+  else template sentences);
 - namespace-scoped top-10 recall latency, without the query embedding (a cached vector)
   and with it (MiniLM), p50 and p95;
 - unscoped top-10 recall latency;
@@ -16,6 +19,7 @@ each size it measures, through `Memory`:
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -35,6 +39,9 @@ from phi.memory.store import RowWrite
 NAMESPACES = 1000
 RANK = 48
 VOCABULARY = 20_000
+STOPWORD_RANKS = 100
+"""The most frequent words are stopwords: real text keeps them, real queries drop them."""
+LOCOMO = Path(__file__).parent.parent.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
@@ -58,7 +65,7 @@ class Generator:
         basis, _ = np.linalg.qr(self.rng.standard_normal((384, RANK)))
         self.basis = basis.astype(np.float32)
         self.centres = self.rng.standard_normal((NAMESPACES, RANK)).astype(np.float32)
-        ranks = np.arange(1, VOCABULARY + 1)
+        ranks = np.arange(STOPWORD_RANKS + 1, STOPWORD_RANKS + VOCABULARY + 1)
         self.word_p = (1 / ranks) / (1 / ranks).sum()
         self.words = np.array([f"w{i}" for i in range(VOCABULARY)])
 
@@ -105,8 +112,29 @@ async def fill(memory: Memory, gen: Generator, start: int, stop: int, last: dict
         await memory.store.write(writes, edges)
 
 
-async def ingest_rate(memory: Memory, gen: Generator, n: int) -> float:
-    texts = [f"{t} about the garden and the weather today" for t in gen.texts(n)]
+def conversational_texts(n: int, offset: int) -> list[str]:
+    """Real chat turns ("speaker: text"), so embedding cost is that of real messages."""
+    if LOCOMO.exists():
+        turns = [
+            f"{turn['speaker']}: {turn['text']}"
+            for sample in json.loads(LOCOMO.read_text())
+            for key, session in sample["conversation"].items()
+            if key.startswith("session_") and isinstance(session, list)
+            for turn in session
+        ]
+    else:
+        turns = [
+            f"alice: I went to the {p} with my {w} and we talked about {t} for hours"
+            for p in ("park", "lake", "market", "museum")
+            for w in ("sister", "friend", "dog", "team")
+            for t in ("birds", "rust", "music", "work")
+        ]
+    # A counter keeps every text new: a repeated text would be deduplicated, not embedded.
+    return [f"{turns[(offset + i) % len(turns)]} ({offset + i})" for i in range(n)]
+
+
+async def ingest_rate(memory: Memory, gen: Generator, n: int, offset: int) -> float:
+    texts = conversational_texts(n, offset)
     namespaces = gen.rng.integers(0, NAMESPACES, size=n)
     rows = [
         memory.new_row(text, namespace=f"bench-{int(ns):04d}", kind="interaction")
@@ -158,7 +186,7 @@ async def measure(path: Path, sizes: list[int], queries: int, ingest: int) -> No
             started = time.perf_counter()
             await fill(memory, gen, filled, size - ingest, last)
             fill_rate = (size - ingest - filled) / max(time.perf_counter() - started, 1e-9)
-            rate = await ingest_rate(memory, gen, ingest)
+            rate = await ingest_rate(memory, gen, ingest, offset=size)
             filled = size
             with_embedding = quantiles(await latencies(memory, query_texts, list(scoped)))
         async with Memory.open(path, embedder=CachedEmbedder(query_vectors)) as memory:

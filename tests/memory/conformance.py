@@ -88,8 +88,9 @@ class StoreConformance:
     async def test_find_by_hash(self, store: Store) -> None:
         row = make_row("same", namespace="ns-a")
         await store.write([w(row, vec(1, 0, 0, 0))], [])
-        assert await store.find_by_hash("ns-a", [row.content_hash, "x"]) == {row.content_hash: row}
-        assert await store.find_by_hash("ns-b", [row.content_hash]) == {}
+        found = await store.find_by_hash([("ns-a", row.content_hash), ("ns-a", "x")])
+        assert found == {("ns-a", row.content_hash): row}
+        assert await store.find_by_hash([("ns-b", row.content_hash)]) == {}
 
     async def test_vector_search_filters_exactly(self, store: Store) -> None:
         rows = [
@@ -139,6 +140,10 @@ class StoreConformance:
         assert [r.content for r in latest] == ["r4", "r3", "r2"]
         in_thread = await store.latest(RowFilter(thread="t"), limit=5)
         assert [r.content for r in in_thread] == ["r3", "r1"]
+        many = await store.latest_many(
+            [RowFilter(thread="u"), RowFilter(namespaces=("x",))], limit=1
+        )
+        assert [[r.content for r in rows] for rows in many] == [["r4"], []]
 
     async def test_edges_both_directions_and_by_type(self, store: Store) -> None:
         a, b, c = make_row("a"), make_row("b"), make_row("c")

@@ -67,7 +67,10 @@ def test_add_search_show_preload_stats_export_forget(db: str, tmp_path: Path) ->
     code, out = phi("memory", "forget", ALICE, "--db", db, stdin="n\n")
     assert code == 1
     code, out = phi("memory", "forget", ALICE, "--yes", "--db", db)
-    assert code == 0 and "erased phi-users-did:plc:alice: 2 rows (1 note, 1 observation) and 1 edge" in out
+    assert (
+        code == 0
+        and "erased phi-users-did:plc:alice: 2 rows (1 note, 1 observation) and 1 edge" in out
+    )
 
 
 def test_errors_are_one_line_with_exit_code_2(db: str, tmp_path: Path) -> None:

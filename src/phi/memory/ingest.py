@@ -119,17 +119,9 @@ async def write_rows(
     now = utc_now()
     rows: list[Row] = []
     fresh: dict[tuple[str, str], Row] = {}
-    existing: dict[tuple[str, str], Row] = {}
-    for namespace in {i.namespace for i in items}:
-        hashes = [
-            content_hash(i.kind, i.content, i.source_uris)
-            for i in items
-            if i.namespace == namespace
-        ]
-        for chash, row in (await store.find_by_hash(namespace, hashes)).items():
-            existing[namespace, chash] = row
-    for item in items:
-        key = (item.namespace, content_hash(item.kind, item.content, item.source_uris))
+    keys = [(i.namespace, content_hash(i.kind, i.content, i.source_uris)) for i in items]
+    existing = await store.find_by_hash(keys)
+    for item, key in zip(items, keys, strict=True):
         found = existing.get(key) or fresh.get(key)
         if found is None:
             found = fresh[key] = _build_row(item, now)
@@ -174,32 +166,44 @@ def _thread(row: Row) -> str | None:
     return thread if isinstance(thread, str) and thread else None
 
 
+def _temporal_scopes(row: Row) -> list[tuple[str, str | None]]:
+    thread = _thread(row)
+    return [(row.namespace, thread), (row.namespace, None)] if thread else [(row.namespace, None)]
+
+
 async def _temporal_edges(store: Store, rows: Sequence[Row]) -> list[Edge]:
     """Link each row to the previous row of its thread and of its namespace."""
-    previous: dict[tuple[str, str | None], str | None] = {}
+    # The stored predecessor of each scope's first row in the batch, in one query.
+    first: dict[tuple[str, str | None], Row] = {}
+    for row in rows:
+        for scope in _temporal_scopes(row):
+            first.setdefault(scope, row)
+    scopes = list(first)
+    stored = await store.latest_many(
+        [
+            RowFilter(
+                namespaces=(namespace,),
+                thread=thread,
+                statuses=None,
+                until=first[namespace, thread].created_at + timedelta(microseconds=1),
+            )
+            for namespace, thread in scopes
+        ],
+        limit=1,
+    )
+    previous = {
+        scope: found[0].row_id if found else None
+        for scope, found in zip(scopes, stored, strict=True)
+    }
     edges = []
     for row in rows:
-        scopes: list[tuple[str, str | None]] = [(row.namespace, None)]
-        if (thread := _thread(row)) is not None:
-            scopes.insert(0, (row.namespace, thread))
         linked: set[str] = set()
-        for key in scopes:
-            if key not in previous:
-                before = await store.latest(
-                    RowFilter(
-                        namespaces=(row.namespace,),
-                        thread=key[1],
-                        statuses=None,
-                        until=row.created_at + timedelta(microseconds=1),
-                    ),
-                    limit=1,
-                )
-                previous[key] = before[0].row_id if before else None
-            prev_id = previous[key]
+        for scope in _temporal_scopes(row):
+            prev_id = previous[scope]
             if prev_id is not None and prev_id not in linked:
                 edges.append(Edge(src=prev_id, dst=row.row_id, edge_type="temporal", weight=1.0))
                 linked.add(prev_id)
-            previous[key] = row.row_id
+            previous[scope] = row.row_id
     return edges
 
 

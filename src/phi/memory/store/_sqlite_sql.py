@@ -263,15 +263,21 @@ def select_vectors(
     return out
 
 
-def select_by_hash(conn: apsw.Connection, namespace: str, hashes: Sequence[str]) -> dict[str, Row]:
-    found: dict[str, Row] = {}
-    for chunk in chunks(hashes):
-        sql = (
-            f"SELECT {ROW_COLUMNS} FROM rows r WHERE r.namespace = ?"
-            f" AND r.content_hash IN ({marks(chunk)})"
-        )
-        rows = map(row_from, conn.execute(sql, [namespace, *chunk]))
-        found.update((row.content_hash, row) for row in rows)
+def select_by_hash(
+    conn: apsw.Connection, keys: Sequence[tuple[str, str]]
+) -> dict[tuple[str, str], Row]:
+    by_namespace: dict[str, list[str]] = {}
+    for namespace, chash in keys:
+        by_namespace.setdefault(namespace, []).append(chash)
+    found: dict[tuple[str, str], Row] = {}
+    for namespace, hashes in by_namespace.items():
+        for chunk in chunks(hashes):
+            sql = (
+                f"SELECT {ROW_COLUMNS} FROM rows r WHERE r.namespace = ?"
+                f" AND r.content_hash IN ({marks(chunk)})"
+            )
+            for row in map(row_from, conn.execute(sql, [namespace, *chunk])):
+                found[row.namespace, row.content_hash] = row
     return found
 
 

@@ -147,8 +147,8 @@ class Store(Protocol):
 
     async def get_vectors(self, row_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]: ...
 
-    async def find_by_hash(self, namespace: str, hashes: Sequence[str]) -> dict[str, Row]:
-        """Existing rows of `namespace` keyed by content hash (for idempotent writes)."""
+    async def find_by_hash(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Row]:
+        """Existing rows keyed by `(namespace, content_hash)` (for idempotent writes)."""
         ...
 
     async def edges(
@@ -185,6 +185,10 @@ class Store(Protocol):
 
     async def latest(self, where: RowFilter, *, limit: int) -> list[Row]:
         """The most recently created rows within `where`, newest first."""
+        ...
+
+    async def latest_many(self, wheres: Sequence[RowFilter], *, limit: int) -> list[list[Row]]:
+        """`latest` for several filters at once (the write path links whole batches)."""
         ...
 
     async def ref_counts(self, refs: Sequence[str]) -> dict[str, int]:

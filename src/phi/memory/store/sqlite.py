@@ -208,8 +208,8 @@ class SQLiteStore:
     async def get_vectors(self, row_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
         return await self._read(partial(sql.select_vectors, row_ids=row_ids))
 
-    async def find_by_hash(self, namespace: str, hashes: Sequence[str]) -> dict[str, Row]:
-        return await self._read(partial(sql.select_by_hash, namespace=namespace, hashes=hashes))
+    async def find_by_hash(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Row]:
+        return await self._read(partial(sql.select_by_hash, keys=keys))
 
     async def edges(
         self, row_ids: Sequence[str], *, types: Sequence[EdgeType] | None = None
@@ -257,6 +257,9 @@ class SQLiteStore:
 
     async def latest(self, where: RowFilter, *, limit: int) -> list[Row]:
         return await self._read(partial(sql.latest, where=where, limit=limit))
+
+    async def latest_many(self, wheres: Sequence[RowFilter], *, limit: int) -> list[list[Row]]:
+        return await self._read(lambda conn: [sql.latest(conn, w, limit) for w in wheres])
 
     async def ref_counts(self, refs: Sequence[str]) -> dict[str, int]:
         return await self._read(partial(sql.ref_counts, refs=refs))
