@@ -245,3 +245,35 @@ async def test_export_yields_every_row_oldest_first(memory: Memory) -> None:
     for i in (2, 0, 1):
         await memory.remember(f"row {i}", namespace=ALICE, created_at=t0 + timedelta(days=i))
     assert [r.content async for r in memory.export(namespace=ALICE)] == ["row 0", "row 1", "row 2"]
+
+
+async def test_superseding_keeps_the_old_belief_as_history(memory: Memory) -> None:
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    first = await memory.remember(
+        "prefers to be called nate", namespace=ALICE, kind="observation",
+        source_uris=["at://a/1"], created_at=t0,
+    )  # fmt: skip
+    second = await memory.remember(
+        "prefers to be called nathan", namespace=ALICE, kind="observation",
+        source_uris=["at://a/1", "at://a/2"], supersedes=first.row_id,
+        created_at=t0 + timedelta(days=3),
+    )  # fmt: skip
+    assert second.supersedes == first.row_id
+    assert (await memory.get(first.row_id)).status == "superseded"
+    assert [r.row_id for r in await memory.history(first.row_id)] == [first.row_id, second.row_id]
+    assert [r.row_id for r in await memory.history(second.row_id)] == [first.row_id, second.row_id]
+    linked = await memory.neighbors(second.row_id, types=["supersedes"])
+    assert [(n.row.row_id, n.edge.src) for n in linked] == [(first.row_id, second.row_id)]
+    found = await memory.search("what is his name?", namespace=ALICE, kinds=["observation"])
+    assert [f.row.row_id for f in found] == [second.row_id]
+    with pytest.raises(InvalidInput, match="already superseded"):
+        await memory.remember(
+            "called nat", namespace=ALICE, kind="observation", supersedes=first.row_id
+        )
+    with pytest.raises(InvalidInput, match="its own namespace"):
+        await memory.remember(
+            "called nat", namespace=BOB, kind="observation", supersedes=second.row_id
+        )
+    with pytest.raises(RowNotFound):
+        await memory.remember("called nat", namespace=ALICE, supersedes="no-such-row")
+    assert (await memory.stats()).rows == 2

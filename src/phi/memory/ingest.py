@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final
 
-from phi.errors import InvalidInput
+from phi.errors import InvalidInput, RowNotFound
 from phi.memory.embed import Embedder, Vectors
 from phi.memory.model import (
     KINDS,
@@ -127,10 +127,12 @@ async def write_rows(
             found = fresh[key] = _build_row(item, now)
         rows.append(found)
     new_rows = list(fresh.values())
-    if not new_rows:
+    replaced = await _superseded(store, items, rows)
+    if not new_rows and not replaced:
         return rows
     vectors = await embedder.embed([r.content for r in new_rows])
-    edges = await _link(store, new_rows, vectors, policy)
+    edges = await _link(store, new_rows, vectors, policy) if new_rows else []
+    edges += [Edge(src=new, dst=old, edge_type="supersedes") for new, old in replaced]
     refs = [_row_refs(r, policy) for r in new_rows]
     await store.write(
         [
@@ -138,8 +140,38 @@ async def write_rows(
             for r, v, f in zip(new_rows, vectors, refs, strict=True)
         ],
         edges,
+        superseded=[old for _, old in replaced],
+        at=now,
     )
     return rows
+
+
+async def _superseded(
+    store: Store, items: Sequence[NewRow], rows: Sequence[Row]
+) -> list[tuple[str, str]]:
+    """`(new, old)` pairs for items that supersede a row, after checking the old rows."""
+    pairs = [
+        (row.row_id, item.supersedes)
+        for item, row in zip(items, rows, strict=True)
+        if item.supersedes
+    ]
+    if not pairs:
+        return []
+    olds = {r.row_id: r for r in await store.get_rows([old for _, old in pairs])}
+    for (new, old), item in zip(pairs, [i for i in items if i.supersedes], strict=True):
+        row = olds.get(old)
+        if row is None:
+            raise RowNotFound(old)
+        if row.namespace != item.namespace:
+            raise InvalidInput(
+                f"row {old!r} is in namespace {row.namespace!r}, not {item.namespace!r};"
+                " a row can only supersede a row of its own namespace"
+            )
+        if row.status != "active" and new != old:
+            raise InvalidInput(
+                f"row {old!r} is already superseded; supersede the newest row of its history"
+            )
+    return [(new, old) for new, old in pairs if new != old]
 
 
 def _row_refs(row: Row, policy: IngestPolicy) -> list[str]:

@@ -49,6 +49,9 @@ from phi.memory.store import open_store as _open_store
 
 __all__ = ["Memory", "Neighbour"]
 
+_MAX_HISTORY = 1000
+"""A guard against a cycle in damaged data; no real belief changes this often."""
+
 Namespaces = str | Sequence[str] | None
 
 
@@ -331,6 +334,28 @@ class Memory:
         if not rows:
             raise RowNotFound(row_id)
         return rows[0]
+
+    async def history(self, row_id: str) -> list[Row]:
+        """What phi believed and when: `row_id`'s supersession chain, oldest first.
+
+        Follows `supersedes` back to the first version and `supersedes` edges forward to
+        the current one, so any row of a chain gives the whole chain.
+        """
+        row = await self.get(row_id)
+        chain = [row]
+        while chain[0].supersedes and len(chain) < _MAX_HISTORY:
+            older = await self.store.get_rows([chain[0].supersedes])
+            if not older or older[0].row_id in {r.row_id for r in chain}:
+                break
+            chain.insert(0, older[0])
+        while len(chain) < _MAX_HISTORY:
+            current = chain[-1].row_id
+            edges = await self.store.edges([current], types=["supersedes"])
+            newer = [e.src for e in edges if e.dst == current]
+            if not newer or newer[0] in {r.row_id for r in chain}:
+                break
+            chain.append(await self.get(newer[0]))
+        return chain
 
     async def neighbors(
         self, row_id: str, *, types: Sequence[EdgeType] | None = None

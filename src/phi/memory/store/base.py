@@ -129,8 +129,16 @@ class Store(Protocol):
         """Record `spec`, or raise `EmbedderMismatch` if the store holds another."""
         ...
 
-    async def write(self, rows: Sequence[RowWrite], edges: Sequence[Edge]) -> None:
-        """Insert rows and edges in one transaction: all of it is stored, or none."""
+    async def write(
+        self,
+        rows: Sequence[RowWrite],
+        edges: Sequence[Edge],
+        *,
+        superseded: Sequence[str] = (),
+        at: datetime | None = None,
+    ) -> None:
+        """Insert rows and edges, and mark `superseded` rows so (as of `at`), in one
+        transaction: all of it is stored, or none."""
         ...
 
     async def add_edges(self, edges: Sequence[Edge]) -> None:

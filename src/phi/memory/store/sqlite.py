@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -181,13 +181,22 @@ class SQLiteStore:
             raise StoreError("no embedding model is recorded yet; bind one before writing")
         return self._embedding.dimension
 
-    async def write(self, rows: Sequence[RowWrite], edges: Sequence[Edge]) -> None:
+    async def write(
+        self,
+        rows: Sequence[RowWrite],
+        edges: Sequence[Edge],
+        *,
+        superseded: Sequence[str] = (),
+        at: datetime | None = None,
+    ) -> None:
         dimension = self._dimension()
 
         def write(conn: apsw.Connection) -> None:
             for item in rows:
                 sql.insert_row(conn, item, dimension)
             sql.insert_edges(conn, edges)
+            if superseded:
+                sql.set_status(conn, superseded, "superseded", at or datetime.now(UTC))
 
         await self._write(write)
 
