@@ -238,6 +238,8 @@ class StoreConformance:
         await store.write([w(a, vec(1, 0, 0, 0)), w(b, vec(0, 1, 0, 0)), w(c, vec(1, 1, 0, 0))], [])
         dense = await store.vector_scores(vec(1, 0, 0, 0), [a.row_id, c.row_id, "missing"])
         assert dense == pytest.approx({a.row_id: 1.0, c.row_id: 2**-0.5}, abs=1e-5)
-        text = await store.text_scores(["ravens", "crows"], [a.row_id, c.row_id])
+        text = await store.text_scores(["ravens", "crows"], [a.row_id, c.row_id], RowFilter())
         assert set(text) == {a.row_id} and text[a.row_id] > 0
-        assert await store.text_scores([], [a.row_id]) == {}
+        assert await store.text_scores([], [a.row_id], RowFilter()) == {}
+        elsewhere = RowFilter(namespaces=("ns-b",))
+        assert await store.text_scores(["crows"], [a.row_id, b.row_id], elsewhere) == {}

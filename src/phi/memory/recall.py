@@ -57,6 +57,9 @@ class RecallRecipe:
     """`g`: how much less a neighbour two hops away lends than one hop away."""
     smooth_hops: int = 2
     """`H`: how far along the graph a row looks."""
+    smooth_seeds: int = 30
+    """Only the neighbourhoods of this many best fused rows are walked: a row far from
+    every one of them can gain too little from smoothing to reach the top."""
     recency_weight: float = 0.1
     """How much a fresh row is lifted over an old one of equal relevance."""
     recency_half_life_days: float = 30.0
@@ -167,15 +170,15 @@ async def recall(
     terms = query_terms(query)
     dense = await store.vector_search(vector, where, limit=recipe.candidates)
     text = await store.text_search(terms, where, limit=recipe.candidates)
-    adjacency = await _neighbourhood(
-        store, {h.row_id for h in dense} | {h.row_id for h in text}, recipe
-    )
+    first = fuse_max_normalised([(dense, recipe.dense_weight), (text, 1.0 - recipe.dense_weight)])
+    seeds = sorted(first, key=lambda i: -first[i])[: recipe.smooth_seeds]
+    adjacency = await _neighbourhood(store, set(seeds), recipe)
     # Rows reached only through the graph get their own exact scores: a neighbour that
     # also matches the query a little should count for it.
     extra = sorted(set(adjacency) - {h.row_id for h in dense} - {h.row_id for h in text})
     if extra:
         dense = _merge(dense, await store.vector_scores(vector, extra))
-        text = _merge(text, await store.text_scores(terms, extra))
+        text = _merge(text, await store.text_scores(terms, extra, where))
     fused = fuse_max_normalised([(dense, recipe.dense_weight), (text, 1.0 - recipe.dense_weight)])
     scores = (
         smooth_scores(

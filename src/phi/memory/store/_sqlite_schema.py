@@ -19,6 +19,9 @@ APPLICATION_ID: Final = 0x70686931
 """`PRAGMA application_id` of a phi store ("phi1"), so a foreign SQLite file is recognised."""
 
 BUSY_TIMEOUT_MS: Final = 10_000
+MMAP_BYTES: Final = 1 << 36
+"""Map up to 64 GiB (address space, not memory): every reader thread's connection then
+shares the operating system's pages instead of warming a private 2 MB cache of its own."""
 
 Migration = Callable[[apsw.Connection], None]
 _MIGRATIONS: list[tuple[str, Migration]] = []
@@ -38,6 +41,7 @@ def prepare_connection(conn: apsw.Connection) -> None:
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
 
 
 def apply_migrations(conn: apsw.Connection) -> list[str]:
@@ -80,6 +84,12 @@ def create_vector_table(conn: apsw.Connection, dimension: int) -> None:
             created_at FLOAT,
             chunk_size = 64
         )"""
+    )
+    # vec0 finds a partition's chunks by scanning its chunk table, which has no index on
+    # the partition column: at 1000 namespaces that scan cost 2 ms of every scoped KNN.
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS row_vectors_chunks_partition"
+        " ON row_vectors_chunks (partition00)"
     )
 
 

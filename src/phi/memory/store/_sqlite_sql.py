@@ -353,13 +353,19 @@ def _thread_scan(conn: apsw.Connection, blob: bytes, where: RowFilter, k: int) -
     return [Hit(row_id=i, score=1.0 - d) for i, d in conn.execute(sql, [blob, *params, k])]
 
 
-def bm25(conn: apsw.Connection, terms: Sequence[str], where: RowFilter, limit: int) -> list[Hit]:
+def scoped_match(terms: Sequence[str], where: RowFilter) -> str | None:
+    """The FTS5 expression for `terms`, restricted to `where`'s namespaces inside the index."""
     match = match_expression(terms)
+    if match is None or where.namespaces is None:
+        return match
+    keys = " OR ".join(nskey(n) for n in where.namespaces)
+    return f"nskey : ({keys}) AND {match}"
+
+
+def bm25(conn: apsw.Connection, terms: Sequence[str], where: RowFilter, limit: int) -> list[Hit]:
+    match = scoped_match(terms, where)
     if match is None or limit <= 0:
         return []
-    if where.namespaces is not None:
-        keys = " OR ".join(nskey(n) for n in where.namespaces)
-        match = f"nskey : ({keys}) AND {match}"
     cond, params = where_sql(where)
     # Column weights (1, 0): the namespace token must not add to the score.
     sql = (
@@ -382,19 +388,20 @@ def cosine_of(conn: apsw.Connection, blob: bytes, row_ids: Sequence[str]) -> dic
 
 
 def bm25_of(
-    conn: apsw.Connection, terms: Sequence[str], row_ids: Sequence[str]
+    conn: apsw.Connection, terms: Sequence[str], row_ids: Sequence[str], where: RowFilter
 ) -> dict[str, float]:
-    match = match_expression(terms)
+    match = scoped_match(terms, where)
     out: dict[str, float] = {}
     if match is None:
         return out
+    cond, params = where_sql(where)
     for chunk in chunks(row_ids):
         sql = (
             "SELECT r.row_id, -bm25(row_text, 1.0, 0.0) FROM row_text"
             " JOIN rows r ON r.id = row_text.rowid"
-            f" WHERE row_text MATCH ? AND r.row_id IN ({marks(chunk)})"
+            f" WHERE row_text MATCH ? AND r.row_id IN ({marks(chunk)}) AND {cond}"
         )
-        out.update(conn.execute(sql, [match, *chunk]))
+        out.update(conn.execute(sql, [match, *chunk, *params]))
     return out
 
 

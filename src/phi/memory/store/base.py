@@ -187,8 +187,11 @@ class Store(Protocol):
         """Cosine similarity of each given row to `vector` (unknown ids are left out)."""
         ...
 
-    async def text_scores(self, terms: Sequence[str], row_ids: Sequence[str]) -> dict[str, float]:
-        """BM25 of each given row that matches any of `terms` (the others are left out)."""
+    async def text_scores(
+        self, terms: Sequence[str], row_ids: Sequence[str], where: RowFilter
+    ) -> dict[str, float]:
+        """BM25 of each given row within `where` that matches any of `terms` (the others
+        are left out). `where` lets the index skip everything outside the scope."""
         ...
 
     async def latest(self, where: RowFilter, *, limit: int) -> list[Row]:

@@ -261,8 +261,10 @@ class SQLiteStore:
         blob = self._query_blob(vector)
         return await self._read(partial(sql.cosine_of, blob=blob, row_ids=row_ids))
 
-    async def text_scores(self, terms: Sequence[str], row_ids: Sequence[str]) -> dict[str, float]:
-        return await self._read(partial(sql.bm25_of, terms=terms, row_ids=row_ids))
+    async def text_scores(
+        self, terms: Sequence[str], row_ids: Sequence[str], where: RowFilter
+    ) -> dict[str, float]:
+        return await self._read(partial(sql.bm25_of, terms=terms, row_ids=row_ids, where=where))
 
     async def latest(self, where: RowFilter, *, limit: int) -> list[Row]:
         return await self._read(partial(sql.latest, where=where, limit=limit))
