@@ -49,7 +49,10 @@ async def test_blank_database_is_migrated_to_the_schema(tmp_path: Path) -> None:
         "phi_meta",
         "phi_migrations",
     } <= names
-    assert [n for (n,) in conn.execute("SELECT name FROM phi_migrations")] == ["m001_initial"]
+    assert [n for (n,) in conn.execute("SELECT name FROM phi_migrations")] == [
+        "m001_initial",
+        "m002_learning",
+    ]
     assert next(conn.execute("PRAGMA journal_mode"))[0] == "wal"
     assert next(conn.execute("PRAGMA application_id"))[0] == 0x70686931
 

@@ -148,3 +148,44 @@ def m001_initial(conn: apsw.Connection) -> None:
         );
         """
     )
+
+
+# -- learning passes (extraction, reconciliation, blocks, synthesis, usage) -----------------
+
+
+@migration
+def m002_learning(conn: apsw.Connection) -> None:
+    """Bookkeeping of the learning passes: an explicit processed marker per (pass, row),
+    versioned state (blocks, caches), and a log of every language-model call."""
+    conn.execute(
+        """
+        CREATE TABLE learning_marks (
+            pass TEXT NOT NULL,
+            id INTEGER NOT NULL REFERENCES rows (id) ON DELETE CASCADE,
+            marked_at REAL NOT NULL,
+            PRIMARY KEY (pass, id)
+        ) WITHOUT ROWID;
+        CREATE INDEX learning_marks_id ON learning_marks (id);
+
+        CREATE TABLE learning_state (
+            scope TEXT NOT NULL,
+            key TEXT NOT NULL,
+            version INTEGER NOT NULL,
+            value TEXT NOT NULL,
+            written_at REAL NOT NULL,
+            PRIMARY KEY (scope, key, version)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE model_calls (
+            id INTEGER PRIMARY KEY,
+            purpose TEXT NOT NULL,
+            model TEXT NOT NULL,
+            requests INTEGER NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            outcome TEXT NOT NULL,
+            called_at REAL NOT NULL
+        );
+        CREATE INDEX model_calls_purpose ON model_calls (purpose, called_at);
+        """
+    )
