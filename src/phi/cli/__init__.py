@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from phi.cli.bench import bench_app
+from phi.cli.mcp import mcp_command
 from phi.cli.memory import memory_app
 from phi.cli.sandbox import sandbox_app
 
@@ -19,6 +20,7 @@ app = typer.Typer(
 app.add_typer(memory_app, name="memory")
 app.add_typer(bench_app, name="bench")
 app.add_typer(sandbox_app, name="sandbox")
+app.command("mcp")(mcp_command)
 
 
 def main() -> None:

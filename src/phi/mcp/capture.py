@@ -1,0 +1,148 @@
+"""Automatic ingestion for agent sessions (seed 004): capture everything, decide nothing.
+
+A client hook sends each conversation turn, decision, tool result or file change as it
+happens. `capture_rows` cuts it into chunks one embedding can represent and writes them in
+the session's thread, so the engine links each chunk to the previous item of the same
+session with a temporal edge; nobody has to decide what is worth remembering.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, get_args
+
+from phi.errors import InvalidInput
+from phi.memory import Memory, NewRow, Row, Turn
+
+__all__ = ["CAPTURE_KINDS", "CaptureKind", "Captured", "capture", "chunk_text"]
+
+CaptureKind = Literal["turn", "decision", "tool_result", "file_change"]
+CAPTURE_KINDS: Final[tuple[CaptureKind, ...]] = get_args(CaptureKind)
+
+CHUNK_CHARS: Final = 1200
+"""About 300 tokens: MiniLM reads 256 word pieces, so a longer chunk is embedded truncated
+anyway; a little over is fine because prose has fewer word pieces than characters/4."""
+MAX_CAPTURE_CHARS: Final = 200_000
+"""A guard against a client sending a whole repository as one "file change"."""
+
+_PARAGRAPH: Final = re.compile(r"\n\s*\n")
+
+
+def chunk_text(text: str, *, size: int = CHUNK_CHARS) -> list[str]:
+    """Split `text` into chunks of at most `size` characters, on paragraph, then line, then
+    word boundaries, so each chunk reads as a unit; empty pieces are dropped."""
+    pieces: list[str] = []
+    for paragraph in _PARAGRAPH.split(text.strip()):
+        pieces.extend(_split(paragraph.strip(), size, ("\n", " ")))
+    chunks: list[str] = []
+    for piece in pieces:
+        if chunks and len(chunks[-1]) + 2 + len(piece) <= size:
+            chunks[-1] = f"{chunks[-1]}\n\n{piece}"
+        elif piece:
+            chunks.append(piece)
+    return chunks
+
+
+def _split(text: str, size: int, separators: Sequence[str]) -> list[str]:
+    if len(text) <= size:
+        return [text] if text else []
+    if not separators:
+        return [text[i : i + size] for i in range(0, len(text), size)]
+    sep, rest = separators[0], separators[1:]
+    out: list[str] = []
+    current = ""
+    for part in text.split(sep):
+        candidate = f"{current}{sep}{part}" if current else part
+        if len(candidate) <= size:
+            current = candidate
+            continue
+        if current:
+            out.append(current)
+        if len(part) <= size:
+            current = part
+        else:
+            out.extend(_split(part, size, rest))
+            current = ""
+    if current:
+        out.append(current)
+    return [piece.strip() for piece in out if piece.strip()]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Captured:
+    """What one `capture` call stored."""
+
+    session: str
+    rows: tuple[Row, ...]
+    """One row per chunk, in order; temporal edges link them and the session's earlier items."""
+
+
+def _label(kind: CaptureKind, *, path: str | None, tool: str | None) -> str:
+    if kind == "file_change":
+        return f"file change {path}" if path else "file change"
+    if kind == "tool_result":
+        return f"tool result of {tool}" if tool else "tool result"
+    return "decision"
+
+
+async def capture(
+    memory: Memory,
+    *,
+    namespace: str,
+    session: str,
+    kind: CaptureKind,
+    content: str,
+    speaker: str | None = None,
+    by_agent: bool = False,
+    path: str | None = None,
+    tool: str | None = None,
+) -> Captured:
+    """Chunk and store one item of a session in thread `session` of `namespace`.
+
+    A `turn` is stored verbatim as a high-trust `interaction` (one turn per chunk, with its
+    speaker); the other kinds are stored as `note` rows tagged with their kind.
+    """
+    if kind not in CAPTURE_KINDS:
+        raise InvalidInput(f"unknown capture kind {kind!r}; expected one of {CAPTURE_KINDS}")
+    if not session.strip():
+        raise InvalidInput("empty session id; pass the id of the agent session")
+    if len(content) > MAX_CAPTURE_CHARS:
+        raise InvalidInput(
+            f"capture of {len(content)} characters is over {MAX_CAPTURE_CHARS}; send it in parts"
+        )
+    chunks = chunk_text(content)
+    if not chunks:
+        raise InvalidInput("empty content; nothing to capture")
+    meta: dict[str, object] = {"capture": kind, "session": session, "chunks": len(chunks)}
+    if path:
+        meta["path"] = path
+    if tool:
+        meta["tool"] = tool
+    rows: list[NewRow] = []
+    for index, chunk in enumerate(chunks):
+        chunk_meta = {**meta, "chunk": index}
+        if kind == "turn":
+            if not speaker or not speaker.strip():
+                raise InvalidInput("a turn needs its speaker (e.g. 'user' or 'assistant')")
+            rows.append(
+                Memory.interaction_row(
+                    [Turn(speaker=speaker, text=chunk, by_phi=by_agent)],
+                    namespace=namespace,
+                    thread=session,
+                    meta=chunk_meta,
+                )
+            )
+        else:
+            rows.append(
+                Memory.new_row(
+                    f"{_label(kind, path=path, tool=tool)}: {chunk}",
+                    namespace=namespace,
+                    kind="note",
+                    tags=(kind,),
+                    thread=session,
+                    meta=chunk_meta,
+                )
+            )
+    return Captured(session=session, rows=tuple(await memory.remember_many(rows)))
