@@ -6,6 +6,7 @@ to a 4-dimensional embedding spec `CONFORMANCE_SPEC`.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ import pytest
 from phi.errors import EmbedderMismatch, NamespaceNotFound, RowNotFound, StoreError
 from phi.memory.model import Edge, Row, content_hash, new_row_id
 from phi.memory.store import EmbeddingSpec, RowFilter, RowWrite, Store
+from phi.memory.store.base import HybridQuery, gather_stepwise
 
 CONFORMANCE_SPEC = EmbeddingSpec(model="conformance-4d", dimension=4)
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -243,3 +245,36 @@ class StoreConformance:
         assert await store.text_scores([], [a.row_id], RowFilter()) == {}
         elsewhere = RowFilter(namespaces=("ns-b",))
         assert await store.text_scores(["crows"], [a.row_id, b.row_id], elsewhere) == {}
+
+    async def test_hybrid_agrees_with_the_stepwise_definition(self, store: Store) -> None:
+        rows = [
+            make_row(f"turn {i} about {'crows' if i % 3 == 0 else 'tea'}", at=i) for i in range(9)
+        ]
+        other = make_row("crows elsewhere", namespace="ns-b")
+        vectors = [vec(1, i / 9, (i % 3) / 3, 0.1) for i in range(9)]
+        chain = [
+            Edge(src=a.row_id, dst=b.row_id, edge_type="temporal")
+            for a, b in pairwise(rows)
+        ]
+        chain.append(Edge(src=rows[4].row_id, dst=other.row_id, edge_type="reference"))
+        await store.write(
+            [*(w(r, v) for r, v in zip(rows, vectors, strict=True)), w(other, vec(1, 0, 0, 0))],
+            chain,
+        )
+        query = HybridQuery(
+            vector=vec(1, 0.5, 0, 0.1), terms=("crows",), where=RowFilter(namespaces=("ns-a",)),
+            candidates=2, graph_types=("temporal",), hops=2, seeds=lambda d, t: [d[0].row_id],
+        )  # fmt: skip
+        fast, slow = await store.hybrid(query), await gather_stepwise(store, query)
+        assert (fast.from_dense, fast.from_text) == (slow.from_dense, slow.from_text)
+        assert {h.row_id: round(h.score, 5) for h in fast.dense} == {
+            h.row_id: round(h.score, 5) for h in slow.dense
+        }
+        assert {h.row_id: round(h.score, 5) for h in fast.text} == {
+            h.row_id: round(h.score, 5) for h in slow.text
+        }
+        assert {k: sorted(v) for k, v in fast.adjacency.items()} == {
+            k: sorted(v) for k, v in slow.adjacency.items()
+        }
+        assert len(fast.adjacency) == 5 and other.row_id not in fast.adjacency
+        assert other.row_id not in {h.row_id for h in [*fast.dense, *fast.text]}

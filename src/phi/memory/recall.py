@@ -13,17 +13,19 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Final, Literal
 
 from phi.memory._stopwords import STOPWORDS
 from phi.memory.embed import Embedder
 from phi.memory.model import EdgeType, Row
-from phi.memory.store.base import Hit, RowFilter, Store, row_matches
+from phi.memory.store.base import Hit, HybridQuery, RowFilter, Store, row_matches
 
 __all__ = [
     "DEFAULT_RECIPE",
     "RecallRecipe",
     "Recalled",
+    "best_fused",
     "fuse_max_normalised",
     "fuse_rrf",
     "query_terms",
@@ -117,6 +119,14 @@ def fuse_max_normalised(rankings: Sequence[tuple[Sequence[Hit], float]]) -> dict
     return fused
 
 
+def best_fused(
+    dense: Sequence[Hit], text: Sequence[Hit], *, weight: float, count: int
+) -> list[str]:
+    """The `count` best rows by fused score: where the graph walk starts."""
+    fused = fuse_max_normalised([(dense, weight), (text, 1.0 - weight)])
+    return sorted(fused, key=lambda i: -fused[i])[:count]
+
+
 def smooth_scores(
     scores: Mapping[str, float],
     adjacency: Mapping[str, Sequence[str]],
@@ -167,28 +177,29 @@ async def recall(
 ) -> list[Recalled]:
     """The best `limit` rows within `where` for `query`, best first."""
     vector = (await embedder.embed([query]))[0]
-    terms = query_terms(query)
-    dense = await store.vector_search(vector, where, limit=recipe.candidates)
-    text = await store.text_search(terms, where, limit=recipe.candidates)
-    first = fuse_max_normalised([(dense, recipe.dense_weight), (text, 1.0 - recipe.dense_weight)])
-    seeds = sorted(first, key=lambda i: -first[i])[: recipe.smooth_seeds]
-    adjacency = await _neighbourhood(store, set(seeds), recipe)
-    # Rows reached only through the graph get their own exact scores: a neighbour that
-    # also matches the query a little should count for it.
-    extra = sorted(set(adjacency) - {h.row_id for h in dense} - {h.row_id for h in text})
-    if extra:
-        dense = _merge(dense, await store.vector_scores(vector, extra))
-        text = _merge(text, await store.text_scores(terms, extra, where))
-    fused = fuse_max_normalised([(dense, recipe.dense_weight), (text, 1.0 - recipe.dense_weight)])
+    signals = await store.hybrid(
+        HybridQuery(
+            vector=vector,
+            terms=tuple(query_terms(query)),
+            where=where,
+            candidates=recipe.candidates,
+            graph_types=recipe.smooth_types if recipe.smooth_weight else (),
+            hops=recipe.smooth_hops,
+            seeds=partial(best_fused, weight=recipe.dense_weight, count=recipe.smooth_seeds),
+        )
+    )
+    fused = fuse_max_normalised(
+        [(signals.dense, recipe.dense_weight), (signals.text, 1.0 - recipe.dense_weight)]
+    )
     scores = (
         smooth_scores(
             fused,
-            adjacency,
+            signals.adjacency,
             weight=recipe.smooth_weight,
             decay=recipe.smooth_decay,
             hops=recipe.smooth_hops,
         )
-        if adjacency
+        if signals.adjacency
         else fused
     )
     # Recency lifts a score by at most (1 + weight): rows below that reach cannot make the
@@ -206,7 +217,7 @@ async def recall(
         )
         ranked.append((scores[row_id] * factor, row, age))
     ranked.sort(key=lambda item: (-item[0], item[1].row_id))
-    dense_ids, text_ids = {h.row_id for h in dense}, {h.row_id for h in text}
+    dense_ids, text_ids = signals.from_dense, signals.from_text
     return [
         Recalled(
             row=row,
@@ -218,34 +229,9 @@ async def recall(
     ]
 
 
-def _matched_by(row_id: str, dense: set[str], text: set[str]) -> MatchedBy:
+def _matched_by(row_id: str, dense: frozenset[str], text: frozenset[str]) -> MatchedBy:
     if row_id in dense and row_id in text:
         return "both"
     if row_id in dense:
         return "dense"
     return "text" if row_id in text else "graph"
-
-
-def _merge(hits: list[Hit], scores: Mapping[str, float]) -> list[Hit]:
-    known = {h.row_id for h in hits}
-    return hits + [Hit(row_id=i, score=v) for i, v in scores.items() if i not in known]
-
-
-async def _neighbourhood(
-    store: Store, candidates: set[str], recipe: RecallRecipe
-) -> dict[str, list[str]]:
-    """The graph within `smooth_hops` of the candidates, as adjacency lists."""
-    if not recipe.smooth_types or recipe.smooth_weight == 0.0 or not candidates:
-        return {}
-    adjacency: dict[str, set[str]] = {}
-    explored: set[str] = set()
-    frontier = set(candidates)
-    for _ in range(recipe.smooth_hops):
-        for edge in await store.edges(sorted(frontier), types=recipe.smooth_types):
-            adjacency.setdefault(edge.src, set()).add(edge.dst)
-            adjacency.setdefault(edge.dst, set()).add(edge.src)
-        explored |= frontier
-        frontier = set(adjacency) - explored
-        if not frontier:
-            break
-    return {k: sorted(v) for k, v in adjacency.items()}

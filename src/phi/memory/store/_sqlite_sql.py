@@ -19,7 +19,15 @@ import numpy.typing as npt
 
 from phi.errors import NamespaceNotFound, RowNotFound, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
-from phi.memory.store.base import ForgetReport, Hit, NamespaceInfo, RowFilter, RowWrite
+from phi.memory.store.base import (
+    ForgetReport,
+    Hit,
+    HybridQuery,
+    HybridSignals,
+    NamespaceInfo,
+    RowFilter,
+    RowWrite,
+)
 
 T = TypeVar("T")
 
@@ -306,16 +314,32 @@ def select_edges(
 
 
 def knn(conn: apsw.Connection, blob: bytes, where: RowFilter, k: int) -> list[Hit]:
-    """Exact nearest rows within `where`: one partition scan per namespace."""
+    """Exact nearest rows within `where`, best first."""
+    top = knn_ids(conn, blob, where, k)
+    names = row_names(conn, [i for _, i in top])
+    return [Hit(row_id=names[i], score=1.0 - d) for d, i in top if i in names]
+
+
+def knn_ids(
+    conn: apsw.Connection, blob: bytes, where: RowFilter, k: int
+) -> list[tuple[float, int]]:
+    """`(cosine distance, id)` of the nearest rows: one partition scan per namespace."""
     if where.thread is not None:
         return _thread_scan(conn, blob, where, k)
     scored: list[tuple[float, int]] = []
     for namespace in where.namespaces or (None,):
         scored += _knn_partition(conn, blob, namespace, where, k)
-    top = sorted(scored)[:k]
-    sql = f"SELECT id, row_id FROM rows WHERE id IN ({marks(top)})"
-    names = dict(conn.execute(sql, [i for _, i in top]))
-    return [Hit(row_id=names[i], score=1.0 - d) for d, i in top if i in names]
+    return sorted(scored)[:k]
+
+
+def row_names(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, str]:
+    """Public row ids of internal ids."""
+    names: dict[int, str] = {}
+    for chunk in chunks(ids):
+        names.update(
+            conn.execute(f"SELECT id, row_id FROM rows WHERE id IN ({marks(chunk)})", chunk)
+        )
+    return names
 
 
 def _knn_partition(
@@ -343,14 +367,16 @@ def _knn_partition(
     return list(conn.execute(" AND ".join(sql), params))
 
 
-def _thread_scan(conn: apsw.Connection, blob: bytes, where: RowFilter, k: int) -> list[Hit]:
+def _thread_scan(
+    conn: apsw.Connection, blob: bytes, where: RowFilter, k: int
+) -> list[tuple[float, int]]:
     # A thread holds few rows: an exact distance over them beats a partition scan.
     cond, params = where_sql(where)
     sql = (
-        "SELECT r.row_id, vec_distance_cosine(v.embedding, ?) AS d FROM rows r"
+        "SELECT vec_distance_cosine(v.embedding, ?) AS d, r.id FROM rows r"
         f" JOIN row_vectors v ON v.id = r.id WHERE {cond} ORDER BY d LIMIT ?"
     )
-    return [Hit(row_id=i, score=1.0 - d) for i, d in conn.execute(sql, [blob, *params, k])]
+    return list(conn.execute(sql, [blob, *params, k]))
 
 
 def scoped_match(terms: Sequence[str], where: RowFilter) -> str | None:
@@ -480,3 +506,119 @@ def totals(conn: apsw.Connection) -> tuple[int, int, int]:
     rows, namespaces = next(conn.execute("SELECT count(*), count(DISTINCT namespace) FROM rows"))
     (edges,) = next(conn.execute("SELECT count(*) FROM edges"))
     return int(rows), int(edges), int(namespaces)
+
+
+# -- one hybrid recall in one read transaction, on internal ids ------------------------------
+
+
+def hybrid(conn: apsw.Connection, blob: bytes, query: HybridQuery) -> HybridSignals:
+    """`Store.hybrid`: every step on integer ids, public ids looked up once at the end."""
+    where = query.where
+    dense = {i: 1.0 - d for d, i in knn_ids(conn, blob, where, min(query.candidates, MAX_KNN))}
+    text = _bm25_ids(conn, query.terms, where, query.candidates)
+
+    def as_hits(scores: dict[int, float]) -> list[Hit]:
+        return [Hit(row_id=str(i), score=s) for i, s in scores.items()]
+
+    seeds = (
+        {int(i) for i in query.seeds(as_hits(dense), as_hits(text))} if query.graph_types else set()
+    )
+    adjacency: dict[int, set[int]] = {}
+    explored: set[int] = set()
+    frontier = seeds
+    for _ in range(query.hops):
+        if not frontier:
+            break
+        for src, dst in _edge_pairs(conn, sorted(frontier), query.graph_types):
+            adjacency.setdefault(src, set()).add(dst)
+            adjacency.setdefault(dst, set()).add(src)
+        explored |= frontier
+        frontier = set(adjacency) - explored
+    extra = sorted(set(adjacency) - set(dense) - set(text))
+    dense_extra = _cosine_ids(conn, blob, extra, where)
+    # Fewer BM25 hits than asked for means every match in scope is already known.
+    text_extra = (
+        _bm25_ids_of(conn, query.terms, extra, where) if len(text) >= query.candidates else {}
+    )
+    names = row_names(conn, sorted({*dense, *text, *adjacency}))
+
+    def named(scores: dict[int, float]) -> list[Hit]:
+        return [Hit(row_id=names[i], score=s) for i, s in scores.items() if i in names]
+
+    return HybridSignals(
+        dense=named(dense) + named(dense_extra),
+        text=named(text) + named(text_extra),
+        from_dense=frozenset(names[i] for i in dense if i in names),
+        from_text=frozenset(names[i] for i in text if i in names),
+        adjacency={
+            names[a]: sorted(names[b] for b in linked if b in names)
+            for a, linked in adjacency.items()
+            if a in names
+        },
+    )
+
+
+def _bm25_ids(
+    conn: apsw.Connection, terms: Sequence[str], where: RowFilter, limit: int
+) -> dict[int, float]:
+    match = scoped_match(terms, where)
+    if match is None or limit <= 0:
+        return {}
+    cond, params = where_sql(where)
+    sql = (
+        "SELECT r.id, -bm25(row_text, 1.0, 0.0) FROM row_text"
+        f" JOIN rows r ON r.id = row_text.rowid WHERE row_text MATCH ? AND {cond}"
+        " ORDER BY bm25(row_text, 1.0, 0.0) LIMIT ?"
+    )
+    return dict(conn.execute(sql, [match, *params, limit]))
+
+
+def _edge_pairs(
+    conn: apsw.Connection, ids: Sequence[int], types: Sequence[EdgeType]
+) -> list[tuple[int, int]]:
+    type_sql = f" AND type IN ({marks(types)})" if types else ""
+    pairs: list[tuple[int, int]] = []
+    for chunk in chunks(ids):
+        m = marks(chunk)
+        sql = (
+            f"SELECT src, dst FROM edges WHERE src IN ({m}){type_sql}"
+            f" UNION SELECT src, dst FROM edges WHERE dst IN ({m}){type_sql}"
+        )
+        pairs += conn.execute(sql, [*chunk, *types, *chunk, *types])
+    return pairs
+
+
+def _cosine_ids(
+    conn: apsw.Connection, blob: bytes, ids: Sequence[int], where: RowFilter
+) -> dict[int, float]:
+    cond, params = where_sql(where)
+    out: dict[int, float] = {}
+    for chunk in chunks(ids):
+        sql = (
+            "SELECT r.id, 1.0 - vec_distance_cosine(v.embedding, ?) FROM rows r"
+            f" JOIN row_vectors v ON v.id = r.id WHERE r.id IN ({marks(chunk)}) AND {cond}"
+        )
+        out.update(conn.execute(sql, [blob, *chunk, *params]))
+    return out
+
+
+def _bm25_ids_of(
+    conn: apsw.Connection, terms: Sequence[str], ids: Sequence[int], where: RowFilter
+) -> dict[int, float]:
+    match = scoped_match(terms, where)
+    if match is None or not ids:
+        return {}
+    wanted = set(ids)
+    if where.namespaces is not None:
+        # One pass over the scope's matches: FTS5 would re-run the whole query for each
+        # id of a `rowid IN (...)` list.
+        sql = "SELECT rowid, -bm25(row_text, 1.0, 0.0) FROM row_text WHERE row_text MATCH ?"
+        return {i: s for i, s in conn.execute(sql, [match]) if i in wanted}
+    out: dict[int, float] = {}
+    for chunk in chunks(ids):
+        sql = (
+            "SELECT rowid, -bm25(row_text, 1.0, 0.0) FROM row_text"
+            f" WHERE row_text MATCH ? AND rowid IN ({marks(chunk)})"
+        )
+        out.update(conn.execute(sql, [match, *chunk]))
+    return out

@@ -9,8 +9,8 @@ interchangeable for every caller.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -23,11 +23,14 @@ __all__ = [
     "EmbeddingSpec",
     "ForgetReport",
     "Hit",
+    "HybridQuery",
+    "HybridSignals",
     "NamespaceInfo",
     "RowFilter",
     "RowWrite",
     "Store",
     "StoreStats",
+    "gather_stepwise",
     "row_matches",
 ]
 
@@ -56,6 +59,41 @@ class Hit:
     row_id: str
     score: float
     """Higher is better: cosine similarity for vectors, BM25 for text."""
+
+
+SeedRule = Callable[[Sequence[Hit], Sequence[Hit]], Sequence[str]]
+"""Given the dense and text candidates, which rows the graph walk starts from."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HybridQuery:
+    """Everything one hybrid recall asks of a store, so a backend can answer in one trip."""
+
+    vector: npt.NDArray[np.float32]
+    terms: tuple[str, ...]
+    where: RowFilter
+    candidates: int
+    """How many rows each retriever proposes."""
+    graph_types: tuple[EdgeType, ...]
+    hops: int
+    seeds: SeedRule
+    """Policy from the caller (a pure function): the store only runs it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HybridSignals:
+    """The raw material of a ranking; fusion and smoothing happen in `phi.memory.recall`."""
+
+    dense: list[Hit]
+    """The dense candidates, then the exact cosine of every row the graph walk reached."""
+    text: list[Hit]
+    """The BM25 candidates, then the exact BM25 of every reached row that matches."""
+    from_dense: frozenset[str]
+    """Rows the dense retriever proposed itself."""
+    from_text: frozenset[str]
+    """Rows the text retriever proposed itself (the rest came through the graph)."""
+    adjacency: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """The graph within `hops` of the seeds, as adjacency lists."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,6 +203,11 @@ class Store(Protocol):
         """Edges touching any of `row_ids`, in either direction."""
         ...
 
+    async def hybrid(self, query: HybridQuery) -> HybridSignals:
+        """The signals of one hybrid recall. A backend without a faster way returns
+        `await gather_stepwise(self, query)`."""
+        ...
+
     async def vector_search(
         self, vector: npt.NDArray[np.float32], where: RowFilter, *, limit: int
     ) -> list[Hit]:
@@ -224,6 +267,42 @@ class Store(Protocol):
 
     async def stats(self) -> StoreStats: ...
 
+    # -- learning passes' bookkeeping (append-only block) --------------------------------
+
+    async def mark(self, pass_name: str, row_ids: Sequence[str], *, at: datetime) -> None:
+        """Record that `pass_name` has processed these rows (an explicit marker; marking
+        twice is harmless; unknown ids are ignored)."""
+        ...
+
+    async def unmarked(self, pass_name: str, where: RowFilter, *, limit: int) -> list[Row]:
+        """Rows within `where` that `pass_name` has not marked, oldest first."""
+        ...
+
+    async def read_state(self, scope: str, key: str) -> StateEntry | None:
+        """The newest version of a piece of learning state (a block, a cached synthesis)."""
+        ...
+
+    async def write_state(
+        self, scope: str, key: str, value: str, *, at: datetime, keep: int = 20
+    ) -> int:
+        """Write a new version of `(scope, key)` and return its number; the newest `keep`
+        versions are kept, older ones dropped."""
+        ...
+
+    async def state_keys(self, scope: str) -> list[str]:
+        """Every key of `scope` that has a value, sorted."""
+        ...
+
+    async def log_model_call(self, call: ModelCallRecord) -> None:
+        """Append one language-model call to the usage log."""
+        ...
+
+    async def model_usage(self) -> list[UsageTotals]:
+        """Calls, requests and tokens per purpose, over the whole log."""
+        ...
+
+    # -- end of the learning block -------------------------------------------------------
+
 
 def row_matches(row: Row, where: RowFilter) -> bool:
     """Whether `row` passes `where` (the same rule every backend applies in its queries)."""
@@ -236,3 +315,85 @@ def row_matches(row: Row, where: RowFilter) -> bool:
         and (where.until is None or row.created_at < where.until)
         and (where.thread is None or row.meta.get("thread") == where.thread)
     )
+
+
+def _merge(hits: list[Hit], scores: Mapping[str, float]) -> list[Hit]:
+    known = {h.row_id for h in hits}
+    return hits + [Hit(row_id=i, score=v) for i, v in scores.items() if i not in known]
+
+
+async def gather_stepwise(store: Store, query: HybridQuery) -> HybridSignals:
+    """`Store.hybrid` from the store's other methods, one call per step."""
+    dense = await store.vector_search(query.vector, query.where, limit=query.candidates)
+    text = await store.text_search(query.terms, query.where, limit=query.candidates)
+    from_dense, from_text = frozenset(h.row_id for h in dense), frozenset(h.row_id for h in text)
+    adjacency: dict[str, set[str]] = {}
+    explored: set[str] = set()
+    frontier = set(query.seeds(dense, text)) if query.graph_types else set()
+    for _ in range(query.hops):
+        if not frontier:
+            break
+        for edge in await store.edges(sorted(frontier), types=query.graph_types):
+            adjacency.setdefault(edge.src, set()).add(edge.dst)
+            adjacency.setdefault(edge.dst, set()).add(edge.src)
+        explored |= frontier
+        frontier = set(adjacency) - explored
+    extra = sorted(set(adjacency) - from_dense - from_text)
+    if extra:
+        dense = _merge(dense, await store.vector_scores(query.vector, extra))
+        text = _merge(text, await store.text_scores(query.terms, extra, query.where))
+    return HybridSignals(
+        dense=dense,
+        text=text,
+        from_dense=from_dense,
+        from_text=from_text,
+        adjacency={k: sorted(v) for k, v in adjacency.items()},
+    )
+
+
+# -- learning passes' bookkeeping (append-only block) ------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class StateEntry:
+    """One version of a piece of learning state."""
+
+    scope: str
+    """What kind of state: `block`, `synthesis`, ..."""
+    key: str
+    value: str
+    version: int
+    """1 for the first write, then one more per write."""
+    written_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelCallRecord:
+    """One language-model call made by a memory pass, for cost accounting."""
+
+    purpose: str
+    """The pass: `extract`, `reconcile`, `synthesize`, `summarize`, `review`."""
+    model: str
+    requests: int
+    """Model requests in the call (retries of a malformed answer count)."""
+    input_tokens: int
+    output_tokens: int
+    outcome: str
+    """`ok`, or why the answer was not used (`malformed`, `invalid`)."""
+    called_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class UsageTotals:
+    """Model usage of one pass."""
+
+    purpose: str
+    calls: int
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    failures: int
+    """Calls whose answer could not be used."""
+
+
+# -- end of the learning block -----------------------------------------------------------

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from phi.errors import EmbedderMismatch, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
+from phi.memory.store import _sqlite_learning as learning_sql
 from phi.memory.store import _sqlite_sql as sql
 from phi.memory.store._sqlite_schema import (
     APPLICATION_ID,
@@ -32,10 +33,15 @@ from phi.memory.store.base import (
     EmbeddingSpec,
     ForgetReport,
     Hit,
+    HybridQuery,
+    HybridSignals,
+    ModelCallRecord,
     NamespaceInfo,
     RowFilter,
     RowWrite,
+    StateEntry,
     StoreStats,
+    UsageTotals,
 )
 
 __all__ = ["SQLiteStore"]
@@ -233,6 +239,11 @@ class SQLiteStore:
             )
         return vector.astype(np.float32).tobytes()
 
+    async def hybrid(self, query: HybridQuery) -> HybridSignals:
+        # One read transaction for every step: a search costs one trip to a worker thread.
+        blob = self._query_blob(query.vector)
+        return await self._read(partial(sql.hybrid, blob=blob, query=query))
+
     async def vector_search(
         self, vector: npt.NDArray[np.float32], where: RowFilter, *, limit: int
     ) -> list[Hit]:
@@ -309,3 +320,36 @@ class SQLiteStore:
             namespaces=namespaces,
             size_bytes=size,
         )
+
+    # -- learning passes' bookkeeping (append-only block) --------------------------------
+
+    async def mark(self, pass_name: str, row_ids: Sequence[str], *, at: datetime) -> None:
+        await self._write(
+            partial(learning_sql.insert_marks, pass_name=pass_name, row_ids=row_ids, at=at)
+        )
+
+    async def unmarked(self, pass_name: str, where: RowFilter, *, limit: int) -> list[Row]:
+        return await self._read(
+            partial(learning_sql.select_unmarked, pass_name=pass_name, where=where, limit=limit)
+        )
+
+    async def read_state(self, scope: str, key: str) -> StateEntry | None:
+        return await self._read(partial(learning_sql.select_state, scope=scope, key=key))
+
+    async def write_state(
+        self, scope: str, key: str, value: str, *, at: datetime, keep: int = 20
+    ) -> int:
+        return await self._write(
+            partial(learning_sql.insert_state, scope=scope, key=key, value=value, at=at, keep=keep)
+        )
+
+    async def state_keys(self, scope: str) -> list[str]:
+        return await self._read(partial(learning_sql.select_state_keys, scope=scope))
+
+    async def log_model_call(self, call: ModelCallRecord) -> None:
+        await self._write(partial(learning_sql.insert_model_call, call=call))
+
+    async def model_usage(self) -> list[UsageTotals]:
+        return await self._read(learning_sql.select_usage)
+
+    # -- end of the learning block -------------------------------------------------------
