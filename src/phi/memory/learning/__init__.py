@@ -4,6 +4,14 @@ Every pass that needs a language model takes a `SmallModel` (a pydantic-ai model
 accounting); the caller chooses the model (`PHI_MEMORY_MODEL` at the CLI).
 """
 
+from phi.memory.learning.blocks import (
+    CORE_BLOCKS,
+    DEFAULT_LIMIT,
+    AttachedBlocks,
+    Block,
+    Blocks,
+    user_label,
+)
 from phi.memory.learning.extract import EXTRACT_PASS, ExtractReport, extract, person_turns
 from phi.memory.learning.reconcile import (
     DEFAULT_POLICY,
@@ -13,21 +21,39 @@ from phi.memory.learning.reconcile import (
     ReconcilePolicy,
     reconcile,
 )
+from phi.memory.learning.review import PUBLIC, ReviewOutcome, review
+from phi.memory.learning.summary import SUMMARY_PASS, SummaryReport, refresh_summary
+from phi.memory.learning.synthesis import EPISODIC, Synthesis, synthesize_episodic
 from phi.memory.learning.usage import PURPOSES, Purpose, SmallModel, model_usage
 
 __all__ = [
+    "CORE_BLOCKS",
+    "DEFAULT_LIMIT",
     "DEFAULT_POLICY",
+    "EPISODIC",
     "EXTRACT_PASS",
     "NEAR_DUPLICATE",
+    "PUBLIC",
     "PURPOSES",
+    "SUMMARY_PASS",
+    "AttachedBlocks",
+    "Block",
+    "Blocks",
     "Decision",
     "ExtractReport",
     "Proposal",
     "Purpose",
     "ReconcilePolicy",
+    "ReviewOutcome",
     "SmallModel",
+    "SummaryReport",
+    "Synthesis",
     "extract",
     "model_usage",
     "person_turns",
     "reconcile",
+    "refresh_summary",
+    "review",
+    "synthesize_episodic",
+    "user_label",
 ]
