@@ -15,7 +15,7 @@ import pytest
 from phi.errors import EmbedderMismatch, NamespaceNotFound, RowNotFound, StoreError
 from phi.memory.model import Edge, Row, content_hash, new_row_id
 from phi.memory.store import EmbeddingSpec, RowFilter, RowWrite, Store
-from phi.memory.store.base import HybridQuery, gather_stepwise
+from phi.memory.store.base import HybridQuery, ModelCallRecord, gather_stepwise
 
 CONFORMANCE_SPEC = EmbeddingSpec(model="conformance-4d", dimension=4)
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -252,10 +252,7 @@ class StoreConformance:
         ]
         other = make_row("crows elsewhere", namespace="ns-b")
         vectors = [vec(1, i / 9, (i % 3) / 3, 0.1) for i in range(9)]
-        chain = [
-            Edge(src=a.row_id, dst=b.row_id, edge_type="temporal")
-            for a, b in pairwise(rows)
-        ]
+        chain = [Edge(src=a.row_id, dst=b.row_id, edge_type="temporal") for a, b in pairwise(rows)]
         chain.append(Edge(src=rows[4].row_id, dst=other.row_id, edge_type="reference"))
         await store.write(
             [*(w(r, v) for r, v in zip(rows, vectors, strict=True)), w(other, vec(1, 0, 0, 0))],
@@ -278,3 +275,52 @@ class StoreConformance:
         }
         assert len(fast.adjacency) == 5 and other.row_id not in fast.adjacency
         assert other.row_id not in {h.row_id for h in [*fast.dense, *fast.text]}
+
+    # -- learning passes' bookkeeping (append-only block) --------------------------------
+
+    async def test_marks_are_explicit_per_pass_and_go_with_forget(self, store: Store) -> None:
+        rows = [make_row(f"exchange {i}", kind="interaction", at=i) for i in range(3)]
+        await store.write([w(r, vec(1, i, 0, 0)) for i, r in enumerate(rows)], [])
+        where = RowFilter(namespaces=("ns-a",), kinds=("interaction",))
+        await store.mark("extract", [rows[0].row_id, rows[0].row_id, "no-such-row"], at=T0)
+        assert [r.row_id for r in await store.unmarked("extract", where, limit=10)] == [
+            rows[1].row_id,
+            rows[2].row_id,
+        ]
+        assert len(await store.unmarked("summary", where, limit=10)) == 3
+        assert len(await store.unmarked("extract", where, limit=1)) == 1
+        await store.forget("ns-a")
+        await store.write([w(make_row("again", kind="interaction"), vec(1, 0, 0, 0))], [])
+        assert len(await store.unmarked("extract", where, limit=10)) == 1
+
+    async def test_state_is_versioned_and_trimmed(self, store: Store) -> None:
+        assert await store.read_state("block", "persona") is None
+        for i in range(4):
+            version = await store.write_state("block", "persona", f"v{i}", at=T0, keep=2)
+        entry = await store.read_state("block", "persona")
+        assert version == 4 and entry is not None
+        assert (entry.value, entry.version, entry.written_at) == ("v3", 4, T0)
+        await store.write_state("block", "humans", "h", at=T0)
+        assert await store.state_keys("block") == ["humans", "persona"]
+        assert await store.state_keys("synthesis") == []
+
+    async def test_model_calls_are_totalled_per_purpose(self, store: Store) -> None:
+        for purpose, outcome in (("extract", "ok"), ("extract", "malformed"), ("review", "ok")):
+            await store.log_model_call(
+                ModelCallRecord(
+                    purpose=purpose,
+                    model="test",
+                    requests=2 if outcome != "ok" else 1,
+                    input_tokens=10,
+                    output_tokens=3,
+                    outcome=outcome,
+                    called_at=T0,
+                )
+            )
+        totals = {
+            u.purpose: (u.calls, u.requests, u.input_tokens, u.output_tokens, u.failures)
+            for u in await store.model_usage()
+        }
+        assert totals == {"extract": (2, 3, 20, 6, 1), "review": (1, 1, 10, 3, 0)}
+
+    # -- end of the learning block -------------------------------------------------------
