@@ -67,6 +67,15 @@ class Settings(BaseSettings):
     sandbox_redis_host: str = "127.0.0.1:6379"
     """Redis (`host:port`) the sandbox's AppView uses."""
 
+    web_host: str = "127.0.0.1"
+    """Address `phi web` listens on (loopback by default)."""
+
+    web_port: int = 8780
+    """Port `phi web` listens on."""
+
+    web_token: SecretStr | None = None
+    """Bearer token for the web API's write and control routes; unset means read-only."""
+
     def resolved_memory_url(self) -> str:
         """The memory store location, defaulting to a file under `home`."""
         return self.memory_url or str(self.home / "memory.db")

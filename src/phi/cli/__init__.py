@@ -8,6 +8,7 @@ from phi.cli.bench import bench_app
 from phi.cli.mcp import mcp_command
 from phi.cli.memory import memory_app
 from phi.cli.sandbox import sandbox_app
+from phi.cli.web import web_command
 
 __all__ = ["app", "main"]
 
@@ -21,6 +22,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(bench_app, name="bench")
 app.add_typer(sandbox_app, name="sandbox")
 app.command("mcp")(mcp_command)
+app.command("web")(web_command)
 
 
 def main() -> None:

@@ -1,0 +1,8 @@
+"""phi's memory over HTTP (FastAPI) and the `/memory` page that draws it.
+
+`create_app(open_memory, token=...)` is served by `phi web` (and mounted by `phi run`).
+"""
+
+from phi.web.app import STATIC, create_app
+
+__all__ = ["STATIC", "create_app"]
