@@ -127,6 +127,8 @@ class _Person:
     active_rows: int
     mean: Floats
     refs: frozenset[str]
+    words: frozenset[str]
+    """The content words of their active rows (to name their group)."""
 
 
 async def _person(memory: Memory, namespace: str) -> _Person | None:
@@ -150,6 +152,7 @@ async def _person(memory: Memory, namespace: str) -> _Person | None:
         active_rows=len(active),
         mean=mean,
         refs=frozenset(refs - {did}),
+        words=frozenset(word for row in active for word in query_terms(row.content)),
     )
 
 
@@ -178,16 +181,22 @@ def _edges(people: Sequence[_Person]) -> list[PersonEdge]:
 
 
 def _topics(people: Sequence[_Person], labels: Sequence[int], k: int) -> list[Cluster]:
-    counts = [Counter[str]() for _ in range(k)]
-    for person, label in zip(people, labels, strict=True):
-        for row in person.rows:
-            counts[label].update(set(query_terms(row.content)))
-    spread = Counter(word for c in counts for word in c)
+    """Name each group by the words most of its people use and the others do not."""
+    names = {word for p in people for word in query_terms(p.label)}
     clusters = []
-    for i, words in enumerate(counts):
-        scored = sorted(words, key=lambda w: (-words[w] * math.log(1 + k / spread[w]), w))
-        size = sum(1 for label in labels if label == i)
-        clusters.append(Cluster(cluster=i, topic=" · ".join(scored[:3]), size=size))
+    for i in range(k):
+        inside = [p for p, label in zip(people, labels, strict=True) if label == i]
+        outside = [p for p, label in zip(people, labels, strict=True) if label != i]
+        share_in = Counter(word for p in inside for word in p.words - names)
+        share_out = Counter(word for p in outside for word in p.words - names)
+
+        lift = {
+            word: n / len(inside) - share_out[word] / max(1, len(outside))
+            for word, n in share_in.items()
+            if n >= min(2, len(inside))
+        }
+        ranked = sorted(lift, key=lambda w: (-lift[w], -share_in[w], w))
+        clusters.append(Cluster(cluster=i, topic=" · ".join(ranked[:3]), size=len(inside)))
     return clusters
 
 
