@@ -28,3 +28,7 @@ app.command("web")(web_command)
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+# Registers `phi memory extract | review | history | blocks ...` on `memory_app`.
+from phi.cli import memory_learning as _memory_learning  # noqa: E402, F401
