@@ -11,7 +11,7 @@ import pytest
 
 from mcp import Client, StdioServerParameters
 from phi.mcp import McpOptions, build_server
-from phi.memory import Memory, MiniLMEmbedder
+from phi.memory import Memory, MiniLMEmbedder, user_namespace
 
 from .conftest import PHI
 
@@ -170,3 +170,18 @@ async def test_http_round_trip_and_confinement(
         found = await call(client, "recall", query="roadmap")
         assert {hit["namespace"] for hit in found["results"]} == {"team-a-notes"}
         assert "no memory row" in await error(client, "history", row_id=theirs.row_id)
+
+
+async def test_recall_about_one_person_reads_only_their_rows(memory: Memory) -> None:
+    await memory.remember(
+        "likes climbing", namespace=user_namespace("did:plc:ann"), kind="observation"
+    )
+    await memory.remember(
+        "likes climbing too", namespace=user_namespace("did:plc:ben"), kind="observation"
+    )
+    async with Client(build_server(memory)) as client:
+        found = await call(client, "recall", query="climbing", person="did:plc:ann")
+        assert {hit["namespace"] for hit in found["results"]} == {"phi-users-did:plc:ann"}
+        window = await call(client, "preload", hint="climbing", person="did:plc:ben")
+        assert "too" in window["text"]
+        assert "not a DID" in await error(client, "recall", query="x", person="ann")

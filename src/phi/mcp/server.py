@@ -24,7 +24,7 @@ from pydantic import Field
 from phi.errors import InvalidInput, PhiError
 from phi.mcp._scope import Scope
 from phi.mcp.capture import CaptureKind, capture
-from phi.memory import EdgeType, Kind, Memory
+from phi.memory import EdgeType, Kind, Memory, user_namespace
 
 __all__ = ["DEFAULT_SESSION_NAMESPACE", "McpOptions", "build_server"]
 
@@ -79,7 +79,20 @@ OptNamespaces = Annotated[
     list[str] | None,
     Field(description="Limit to these namespaces; default: all you may read."),
 ]
+Person = Annotated[
+    str | None,
+    Field(description="A person's DID: read only their namespace `phi-users-{did}`."),
+]
 RowId = Annotated[str, Field(description="A row id from `recall`, `remember` or `preload`.")]
+
+
+def _about(person: str | None, namespaces: list[str] | None) -> list[str] | None:
+    """A question about one person reads their namespace and nothing else."""
+    if person is None:
+        return namespaces
+    if namespaces:
+        raise InvalidInput("pass either person or namespaces, not both")
+    return [user_namespace(person)]
 
 
 def build_server(memory: Memory, options: McpOptions | None = None) -> MCPServer:
@@ -177,6 +190,7 @@ def _add_read_tools(server: MCPServer, memory: Memory, scope: Scope) -> None:
     async def recall(
         query: Annotated[str, Field(description="What to recall, as a question or keywords.")],
         namespaces: OptNamespaces = None,
+        person: Person = None,
         kinds: Annotated[list[Kind] | None, Field(description="Only these kinds.")] = None,
         author: Annotated[str | None, Field(description="Only rows about this DID.")] = None,
         include_superseded: bool = False,
@@ -185,7 +199,7 @@ def _add_read_tools(server: MCPServer, memory: Memory, scope: Scope) -> None:
         """Hybrid recall (meaning + keywords + graph + recency), best first, with provenance."""
         found = await memory.search(
             query,
-            namespace=await scope.namespaces(memory, namespaces),
+            namespace=await scope.namespaces(memory, _about(person, namespaces)),
             kinds=kinds,
             author=author,
             status=None if include_superseded else "active",
@@ -198,12 +212,15 @@ def _add_read_tools(server: MCPServer, memory: Memory, scope: Scope) -> None:
     async def preload(
         hint: Annotated[str, Field(description="What the session is about (a task, a name).")],
         namespaces: OptNamespaces = None,
+        person: Person = None,
         budget_tokens: Annotated[int, Field(ge=50, le=32_000)] = 1500,
     ) -> dict[str, Any]:
         """The context a session should start with: recent, relevant and connected rows,
         rendered with trust labels within `budget_tokens`."""
         window = await memory.preload(
-            hint, namespace=await scope.namespaces(memory, namespaces), budget_tokens=budget_tokens
+            hint,
+            namespace=await scope.namespaces(memory, _about(person, namespaces)),
+            budget_tokens=budget_tokens,
         )
         return window.to_json()
 
