@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -185,3 +186,15 @@ async def test_recall_about_one_person_reads_only_their_rows(memory: Memory) -> 
         window = await call(client, "preload", hint="climbing", person="did:plc:ben")
         assert "too" in window["text"]
         assert "not a DID" in await error(client, "recall", query="x", person="ann")
+
+
+def test_http_refuses_a_public_address(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [PHI, "mcp", "--http", "--host", "0.0.0.0", "--db", str(tmp_path / "m.db")],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "not a loopback address" in done.stderr

@@ -1,9 +1,10 @@
 """Automatic ingestion for agent sessions (seed 004): capture everything, decide nothing.
 
-A client hook sends each conversation turn, decision, tool result or file change as it
-happens. `capture_rows` cuts it into chunks one embedding can represent and writes them in
-the session's thread, so the engine links each chunk to the previous item of the same
-session with a temporal edge; nobody has to decide what is worth remembering.
+A client hook sends each conversation turn, decision, tool result, file change or error
+(what went wrong, and how it was fixed) as it happens. `capture` cuts it into chunks one
+embedding can represent and writes them in the session's thread, so the engine links each
+chunk to the previous item of the same session with a temporal edge; nobody has to decide
+what is worth remembering.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from phi.memory import Memory, NewRow, Row, Turn
 
 __all__ = ["CAPTURE_KINDS", "CaptureKind", "Captured", "capture", "chunk_text"]
 
-CaptureKind = Literal["turn", "decision", "tool_result", "file_change"]
+CaptureKind = Literal["turn", "decision", "tool_result", "file_change", "error"]
 CAPTURE_KINDS: Final[tuple[CaptureKind, ...]] = get_args(CaptureKind)
 
 CHUNK_CHARS: Final = 1200
@@ -84,6 +85,8 @@ def _label(kind: CaptureKind, *, path: str | None, tool: str | None) -> str:
         return f"file change {path}" if path else "file change"
     if kind == "tool_result":
         return f"tool result of {tool}" if tool else "tool result"
+    if kind == "error":
+        return f"error in {tool}" if tool else "error"
     return "decision"
 
 

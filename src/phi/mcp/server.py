@@ -146,7 +146,9 @@ def _add_write_tools(server: MCPServer, memory: Memory, scope: Scope, opts: McpO
         speaker: Annotated[str | None, Field(description="Who spoke (for a `turn`).")] = None,
         by_agent: Annotated[bool, Field(description="The agent itself said it.")] = False,
         path: Annotated[str | None, Field(description="File path (for a `file_change`).")] = None,
-        tool: Annotated[str | None, Field(description="Tool name (for a `tool_result`).")] = None,
+        tool: Annotated[
+            str | None, Field(description="Tool name (for a `tool_result` or an `error`).")
+        ] = None,
         namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
     ) -> dict[str, Any]:
         """Store one item of a session automatically: chunked, embedded, and linked in time
