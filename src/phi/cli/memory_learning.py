@@ -22,7 +22,7 @@ from phi.memory.learning import (
     SmallModel,
     extract,
     model_usage,
-    refresh_summary,
+    refresh_summaries,
     review,
     synthesize_episodic,
 )
@@ -141,25 +141,32 @@ def review_command(
 
 @memory_app.command("summarize")
 def summarize_command(
-    namespace: Annotated[str, typer.Argument(help="The person's namespace.")],
+    namespace: OneNamespace = None,
     min_new: Annotated[int, typer.Option(help="New exchanges needed for a refresh.")] = 5,
     dry_run: DryRun = False,
     db: Db = None,
     as_json: AsJson = False,
 ) -> None:
-    """Refresh a person's relationship summary when enough new exchanges arrived."""
-    report = with_model(
+    """Refresh relationship summaries where enough new exchanges arrived."""
+    reports = with_model(
         db,
-        lambda memory, model: refresh_summary(
-            memory, model, namespace, min_new=min_new, dry_run=dry_run
+        lambda memory, model: refresh_summaries(
+            memory, model, namespace=namespace, min_new=min_new, dry_run=dry_run
         ),
     )
     if as_json:
-        emit_json(report.to_json())
-    elif not report.refreshed:
-        console.print(f"not refreshed ({report.new_exchanges} new exchanges)", highlight=False)
-    else:
-        console.print(report.text or "", highlight=False, markup=False)
+        emit_json([r.to_json() for r in reports])
+        return
+    prefix = "[dry run] " if dry_run else ""
+    for r in reports:
+        state = "refreshed" if r.refreshed else "not refreshed"
+        console.print(
+            f"{prefix}{r.namespace}: {state} ({r.new_exchanges} new exchanges)",
+            highlight=False,
+            markup=False,
+        )
+        if r.text:
+            console.print(f"  {r.text}", highlight=False, markup=False)
 
 
 @memory_app.command("synthesize")

@@ -78,3 +78,18 @@ def test_blocks_commands_enforce_the_limit(db: str) -> None:
     assert code == 0 and json.loads(out)["content"] == "curious about crows"
     code, out = phi("memory", "blocks", "list", "--db", db)
     assert code == 0 and "persona" in out and "zeitgeist" in out
+
+
+def test_summarize_and_review_dry_runs(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PHI_MEMORY_MODEL", "test")
+    code, out = phi(
+        "memory", "add", "likes crows", "-n", ALICE, "--kind", "observation", "--db", db
+    )
+    assert code == 0, out
+    code, out = phi("memory", "summarize", "--dry-run", "--db", db)
+    assert code == 0 and "[dry run] phi-users-did:plc:alice: not refreshed (0 new" in out
+    code, out = phi("memory", "review", "--dry-run", "--db", db, "--json")
+    assert code == 0, out
+    assert [o["content"] for o in json.loads(out)] == ["likes crows"]
+    code, out = phi("memory", "usage", "--db", db)
+    assert code == 0 and "review" in out and "1 calls" in out

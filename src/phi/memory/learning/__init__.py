@@ -22,7 +22,12 @@ from phi.memory.learning.reconcile import (
     reconcile,
 )
 from phi.memory.learning.review import PUBLIC, ReviewOutcome, review
-from phi.memory.learning.summary import SUMMARY_PASS, SummaryReport, refresh_summary
+from phi.memory.learning.summary import (
+    SUMMARY_PASS,
+    SummaryReport,
+    refresh_summaries,
+    refresh_summary,
+)
 from phi.memory.learning.synthesis import EPISODIC, Synthesis, synthesize_episodic
 from phi.memory.learning.usage import PURPOSES, Purpose, SmallModel, model_usage
 
@@ -52,6 +57,7 @@ __all__ = [
     "model_usage",
     "person_turns",
     "reconcile",
+    "refresh_summaries",
     "refresh_summary",
     "review",
     "synthesize_episodic",

@@ -14,12 +14,19 @@ from typing import Any, Final
 from pydantic import BaseModel, Field
 
 from phi.memory.learning._text import union
+from phi.memory.learning.extract import USER_PREFIX
 from phi.memory.learning.usage import SmallModel
 from phi.memory.memory import Memory
 from phi.memory.model import Row, utc_now
 from phi.memory.store.base import RowFilter
 
-__all__ = ["SUMMARY_PASS", "SummaryAnswer", "SummaryReport", "refresh_summary"]
+__all__ = [
+    "SUMMARY_PASS",
+    "SummaryAnswer",
+    "SummaryReport",
+    "refresh_summaries",
+    "refresh_summary",
+]
 
 SUMMARY_PASS: Final = "summary"
 MAX_SOURCES: Final = 50
@@ -116,3 +123,22 @@ async def refresh_summary(
     return SummaryReport(
         namespace=namespace, new_exchanges=len(new), refreshed=True, summary=row, text=text
     )
+
+
+async def refresh_summaries(
+    memory: Memory,
+    model: SmallModel,
+    *,
+    namespace: str | None = None,
+    min_new: int = 5,
+    dry_run: bool = False,
+) -> list[SummaryReport]:
+    """`refresh_summary` for `namespace`, or for every `phi-users-*` namespace."""
+    if namespace is not None:
+        names = [namespace]
+    else:
+        names = [info.namespace for info in await memory.namespaces(prefix=USER_PREFIX)]
+    return [
+        await refresh_summary(memory, model, name, min_new=min_new, dry_run=dry_run)
+        for name in names
+    ]

@@ -3,6 +3,7 @@
 One place counts the calls, logs them with their purpose (to Python logging and to the
 store's usage log, so `phi memory usage` shows the cost per pass) and turns a malformed
 answer into `None` instead of an exception: a pass then falls back to its safe choice.
+Calls made in a dry run are logged too: they cost the same.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Final, Literal, TypeVar
 
 from pydantic import BaseModel
 from pydantic_ai import Agent, ModelRetry, UnexpectedModelBehavior
-from pydantic_ai.models import Model
+from pydantic_ai.models import Model, infer_model
 from pydantic_ai.usage import RunUsage
 
 from phi.memory.memory import Memory
@@ -45,6 +46,15 @@ class SmallModel:
     calls: Counter[str] = field(default_factory=Counter, init=False)
     """Calls made through this object, per purpose (the store's log holds every process's)."""
     requests: Counter[str] = field(default_factory=Counter, init=False)
+    _resolved: Model | None = field(default=None, init=False, repr=False)
+
+    def _model(self) -> Model:
+        """The model, resolved from its string once (a provider client is made only once)."""
+        if self._resolved is None:
+            self._resolved = (
+                self.model if isinstance(self.model, Model) else infer_model(self.model)
+            )
+        return self._resolved
 
     @property
     def model_name(self) -> str:
@@ -65,7 +75,7 @@ class SmallModel:
         question (an unknown candidate number, say); the model gets that message and its
         retries to fix it, as it does for an answer that does not fit the schema.
         """
-        agent = Agent(self.model, output_type=output_type, instructions=instructions)
+        agent = Agent(self._model(), output_type=output_type, instructions=instructions)
         if check is not None:
             validate = check
 
