@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from phi.memory import Memory, MiniLMEmbedder, Turn, user_namespace
+from phi.memory.learning import Blocks, user_label
 from phi.web import create_app
 
 TOKEN = "s3cret-token"
@@ -63,6 +64,7 @@ async def _fill(db: Path, minilm: MiniLMEmbedder) -> Filled:
             "carol grows tomatoes on her balcony", namespace=carol, kind="observation"
         )
         note = await memory.remember("the release is on friday", namespace="agent-notes")
+        await Blocks(memory=memory).set(user_label("did:plc:alice"), "# alice\nwrites parsers")
     return Filled(
         db=db,
         old_observation=old.row_id,

@@ -79,10 +79,12 @@ def test_user_by_did_sees_only_that_person(client: TestClient, filled: Filled) -
     assert [h["content"] for h in observation["history"]] == ["alice likes rust"]
     assert [r["row_id"] for r in user["recent"]] == [filled.alice_exchange]
     assert user["kinds"] == {"interaction": 1, "observation": 2}
+    assert user["block"] == "# alice\nwrites parsers"
     everything = [*user["observations"], *user["recent"]]
     assert {r["namespace"] for r in everything} == {"phi-users-did:plc:alice"}
     bob = client.get("/api/users/did:plc:bob").json()
     assert bob["observations"] == []
+    assert bob["block"] is None
     assert all("alice likes" not in r["content"] for r in bob["recent"])
 
 

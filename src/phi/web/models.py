@@ -91,9 +91,7 @@ class UserOut(BaseModel):
     observations: list[ObservationOut]
     recent: list[RowOut] = Field(description="The newest verbatim exchanges, newest first.")
     summary: RowOut | None
-    block: str | None = Field(
-        default=None, description="The per-user memory block (none until blocks are stored)."
-    )
+    block: str | None = Field(description="Their per-user block, if phi ever wrote one.")
     kinds: dict[str, int]
 
     @classmethod
@@ -110,6 +108,7 @@ class UserOut(BaseModel):
             ],
             recent=[RowOut.of(row) for row in view.recent],
             summary=RowOut.of(view.summary) if view.summary else None,
+            block=view.block,
             kinds=dict(view.kinds),
         )
 

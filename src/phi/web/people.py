@@ -14,6 +14,7 @@ from typing import Final
 
 from phi.errors import InvalidInput, NamespaceNotFound
 from phi.memory import Memory, Row, user_namespace
+from phi.memory.learning import Blocks, user_label
 from phi.memory.store import RowFilter
 
 __all__ = [
@@ -67,6 +68,8 @@ class PersonView:
     """The newest verbatim exchanges, newest first."""
     summary: Row | None
     """The newest active relationship summary, if one was written."""
+    block: str | None
+    """Their per-user block (seed 002), if phi ever wrote one."""
     kinds: Mapping[str, int]
     """Row counts by kind (superseded rows included)."""
 
@@ -150,6 +153,7 @@ async def person_view(memory: Memory, did_or_handle: str) -> PersonView:
         RowFilter(namespaces=scope, kinds=("interaction",)), limit=RECENT_EXCHANGES
     )
     summaries = await memory.store.latest(RowFilter(namespaces=scope, kinds=("summary",)), limit=1)
+    block = await Blocks(memory=memory).view(user_label(did))
     return PersonView(
         did=did,
         namespace=namespace,
@@ -157,5 +161,6 @@ async def person_view(memory: Memory, did_or_handle: str) -> PersonView:
         observations=tuple(observations),
         recent=tuple(recent),
         summary=summaries[0] if summaries else None,
+        block=block.content if block.version > 0 else None,
         kinds=dict(info.kinds),
     )

@@ -107,6 +107,7 @@ async function showPerson(did) {
   }
   const parts = [el("h2", {}, user.label), el("div", { class: "meta" }, `${user.did} · ${user.namespace}`)];
   if (user.summary) parts.push(el("h3", {}, "summary"), el("p", { class: "summary" }, user.summary.content));
+  if (user.block) parts.push(el("h3", {}, "block"), el("pre", { class: "block content" }, user.block));
   parts.push(el("h3", {}, `what phi believes (${user.observations.length})`));
   if (user.observations.length === 0) {
     parts.push(el("p", { class: "muted" }, "phi has extracted no observations about this person yet."));
