@@ -323,4 +323,13 @@ class StoreConformance:
         }
         assert totals == {"extract": (2, 3, 20, 6, 1), "review": (1, 1, 10, 3, 0)}
 
+    async def test_erase_state_removes_every_version(self, store: Store) -> None:
+        for text in ("a", "b"):
+            await store.write_state("block", "user:did:plc:a", text, at=T0)
+        await store.write_state("block", "persona", "p", at=T0)
+        assert await store.erase_state("block", "user:did:plc:a") == 2
+        assert await store.read_state("block", "user:did:plc:a") is None
+        assert await store.erase_state("block", "user:did:plc:a") == 0
+        assert await store.state_keys("block") == ["persona"]
+
     # -- end of the learning block -------------------------------------------------------

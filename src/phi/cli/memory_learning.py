@@ -317,3 +317,20 @@ def blocks_replace(
 ) -> None:
     """Replace text inside a block."""
     _block_command(db, as_json, lambda b: b.replace(label, old, new, dry_run=dry_run), dry_run)
+
+
+@blocks_app.command("forget")
+def blocks_forget(
+    did: Annotated[str, typer.Argument(help="The person's DID.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Confirm the erasure.")] = False,
+    db: Db = None,
+) -> None:
+    """Erase a person's block and its versions for good (with `phi memory forget`)."""
+    if not yes:
+        fail(f"this erases the block of {did!r} for good; add --yes to confirm")
+
+    async def go() -> int:
+        async with open_memory(db) as memory:
+            return await Blocks(memory=memory).forget(did)
+
+    console.print(f"erased {run(go)} versions of the block of {did}", highlight=False)

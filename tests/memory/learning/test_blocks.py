@@ -102,3 +102,12 @@ async def test_overlapping_runs_keep_their_own_attachments(memory: Memory) -> No
         assert user_label("did:plc:bob") not in blocks.attached
         assert user_label(ALICE) in blocks.attached
     assert blocks.attached == frozenset()
+
+
+async def test_forget_erases_a_persons_block(memory: Memory) -> None:
+    blocks = Blocks(memory=memory)
+    await blocks.set(user_label(ALICE), "likes crows")
+    await blocks.append(user_label(ALICE), "lives by the sea")
+    assert await blocks.forget(ALICE) == 2
+    assert (await blocks.view(user_label(ALICE))).version == 0
+    assert await blocks.labels() == list(CORE_BLOCKS)

@@ -93,3 +93,11 @@ def test_summarize_and_review_dry_runs(db: str, monkeypatch: pytest.MonkeyPatch)
     assert [o["content"] for o in json.loads(out)] == ["likes crows"]
     code, out = phi("memory", "usage", "--db", db)
     assert code == 0 and "review" in out and "1 calls" in out
+
+
+def test_blocks_forget_needs_confirmation(db: str) -> None:
+    assert phi("memory", "blocks", "set", "user:did:plc:alice", "hi", "--db", db)[0] == 0
+    code, out = phi("memory", "blocks", "forget", "did:plc:alice", "--db", db)
+    assert code == 2 and "--yes" in out
+    code, out = phi("memory", "blocks", "forget", "did:plc:alice", "--yes", "--db", db)
+    assert code == 0 and "erased 1 versions" in out

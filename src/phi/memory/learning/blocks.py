@@ -177,6 +177,13 @@ class Blocks:
             label=label, content=content, limit=self.limit, version=version, updated_at=now
         )
 
+    async def forget(self, did: str) -> int:
+        """Erase a person's block and its versions for good (they asked to be forgotten);
+        `Memory.forget` erases their namespace, not this. Returns the versions erased."""
+        label = user_label(did)
+        async with self._lock:
+            return await self.memory.store.erase_state(BLOCK_SCOPE, label)
+
     @property
     def attached(self) -> frozenset[str]:
         """Labels attached by runs in progress."""

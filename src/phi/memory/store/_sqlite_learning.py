@@ -16,6 +16,7 @@ from phi.memory.store._sqlite_sql import ROW_COLUMNS, chunks, dt, marks, row_fro
 from phi.memory.store.base import ModelCallRecord, RowFilter, StateEntry, UsageTotals
 
 __all__ = [
+    "delete_state",
     "insert_marks",
     "insert_model_call",
     "insert_state",
@@ -84,6 +85,11 @@ def insert_state(
         (scope, key, version - keep),
     )
     return version
+
+
+def delete_state(conn: apsw.Connection, scope: str, key: str) -> int:
+    conn.execute("DELETE FROM learning_state WHERE scope = ? AND key = ?", (scope, key))
+    return conn.changes()
 
 
 def select_state_keys(conn: apsw.Connection, scope: str) -> list[str]:

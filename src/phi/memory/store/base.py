@@ -301,6 +301,11 @@ class Store(Protocol):
         """Calls, requests and tokens per purpose, over the whole log."""
         ...
 
+    async def erase_state(self, scope: str, key: str) -> int:
+        """Hard-delete every version of `(scope, key)` (a person asked to be forgotten);
+        return how many versions were erased."""
+        ...
+
     # -- end of the learning block -------------------------------------------------------
 
 

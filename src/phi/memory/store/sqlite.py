@@ -352,4 +352,7 @@ class SQLiteStore:
     async def model_usage(self) -> list[UsageTotals]:
         return await self._read(learning_sql.select_usage)
 
+    async def erase_state(self, scope: str, key: str) -> int:
+        return await self._write(partial(learning_sql.delete_state, scope=scope, key=key))
+
     # -- end of the learning block -------------------------------------------------------
