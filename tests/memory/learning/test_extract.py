@@ -91,6 +91,20 @@ async def test_phi_words_never_reach_the_extractor(memory: Memory, script: Scrip
     assert report.decisions == () and await active(memory) == []
 
 
+async def test_identity_is_never_taken_from_a_handle_or_phi(memory: Memory, script: Script) -> None:
+    await memory.record_interaction(
+        [
+            Turn(speaker="@nathan.test", text="hey"),
+            Turn(speaker="@phi.test", text="hi Nathan!", by_phi=True),
+        ],
+        namespace=NATE,
+        author=DID,
+    )
+    script.handlers["extract"] = lambda p: facts(("is called nathan", [1]))
+    report = await extract(memory, script.model(memory))
+    assert report.ungrounded == ("is called nathan",) and await active(memory) == []
+
+
 async def test_phi_only_exchange_needs_no_call_and_is_marked(
     memory: Memory, script: Script
 ) -> None:

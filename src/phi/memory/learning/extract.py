@@ -29,7 +29,7 @@ from phi.memory.learning.reconcile import (
 )
 from phi.memory.learning.usage import SmallModel
 from phi.memory.memory import Memory
-from phi.memory.model import Row, utc_now
+from phi.memory.model import Row, Turn, utc_now
 from phi.memory.store.base import RowFilter
 
 __all__ = [
@@ -112,13 +112,13 @@ class _Tally:
     failed: list[str] = field(default_factory=list)
 
 
-def person_turns(row: Row) -> list[str]:
-    """The person's own words in an interaction (`meta["turns"]` with `by_phi` false)."""
+def person_turns(row: Row) -> list[Turn]:
+    """The person's own turns in an interaction (`meta["turns"]` with `by_phi` false)."""
     turns = row.meta.get("turns")
     if not isinstance(turns, list):
         return []
     return [
-        f"{t.get('speaker', '?')}: {t['text']}"
+        Turn(speaker=str(t.get("speaker", "?")), text=t["text"])
         for t in turns
         if isinstance(t, dict) and not t.get("by_phi", False) and isinstance(t.get("text"), str)
     ]
@@ -129,11 +129,11 @@ def _sources(row: Row) -> tuple[str, ...]:
     return row.source_uris or (f"phi-memory:{row.row_id}",)
 
 
-def _prompt(batch: Sequence[tuple[Row, list[str]]]) -> str:
+def _prompt(batch: Sequence[tuple[Row, list[Turn]]]) -> str:
     lines = ["Exchanges, oldest first (only the person's own words):"]
     for number, (row, said) in enumerate(batch, start=1):
         lines.append(f"[{number}] {row.created_at:%Y-%m-%d}")
-        lines += [f"  {text}" for text in said]
+        lines += [f"  {turn.speaker}: {turn.text}" for turn in said]
     return "\n".join(lines)
 
 
@@ -149,7 +149,7 @@ def _checker(count: int) -> Callable[[ExtractionAnswer], str | None]:
 
 
 async def _extract_batch(
-    memory: Memory, model: SmallModel, batch: Sequence[tuple[Row, list[str]]], tally: _Tally
+    memory: Memory, model: SmallModel, batch: Sequence[tuple[Row, list[Turn]]], tally: _Tally
 ) -> list[Proposal] | None:
     answer = await model.ask(
         "extract",
@@ -164,7 +164,8 @@ async def _extract_batch(
     for item in answer.observations:
         cited = [batch[n - 1] for n in dict.fromkeys(item.exchanges)]
         text = " ".join(item.text.split())
-        if not text or not grounded(text, [s for _, said in cited for s in said]):
+        # Grounded in the words only: a handle like @nate.test is not the person saying so.
+        if not text or not grounded(text, [t.text for _, said in cited for t in said]):
             logger.info("extract dropped an ungrounded claim: %r", text)
             tally.ungrounded.append(text)
             continue
