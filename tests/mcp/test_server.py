@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from mcp import Client, StdioServerParameters
+from phi.cli import app
 from phi.mcp import McpOptions, build_server
 from phi.memory import Memory, MiniLMEmbedder, user_namespace
 
@@ -189,12 +190,8 @@ async def test_recall_about_one_person_reads_only_their_rows(memory: Memory) -> 
 
 
 def test_http_refuses_a_public_address(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [PHI, "mcp", "--http", "--host", "0.0.0.0", "--db", str(tmp_path / "m.db")],
-        capture_output=True,
-        text=True,
-        env=dict(os.environ),
-        timeout=60,
+    result = CliRunner().invoke(
+        app, ["mcp", "--http", "--host", "0.0.0.0", "--db", str(tmp_path / "m.db")]
     )
-    assert done.returncode == 2
-    assert "not a loopback address" in done.stderr
+    assert result.exit_code == 2
+    assert "not a loopback address" in result.output
