@@ -41,13 +41,28 @@ def _add_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(PhiError, handle)
 
 
-def create_app(open_memory: Callable[[], Memory], *, token: str | None = None) -> FastAPI:
-    """The web app over the memory `open_memory()` returns (opened in the lifespan)."""
+def create_app(
+    open_memory: Callable[[], Memory] | None = None,
+    *,
+    memory: Memory | None = None,
+    token: str | None = None,
+) -> FastAPI:
+    """The web app over phi's memory.
+
+    Pass `open_memory` (the app opens it in its lifespan and closes it on shutdown, as
+    `phi web` does) or an already open `memory` that its owner keeps open (as `phi run`
+    will, serving the agent's own memory).
+    """
+    if (open_memory is None) == (memory is None):
+        raise TypeError("pass exactly one of open_memory and memory")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with open_memory() as memory:
-            app.state.memory = memory
+        if open_memory is None:
+            yield
+            return
+        async with open_memory() as opened:
+            app.state.memory = opened
             yield
 
     app = FastAPI(
@@ -57,6 +72,8 @@ def create_app(open_memory: Callable[[], Memory], *, token: str | None = None) -
         lifespan=lifespan,
     )
     app.state.token = token or None
+    if memory is not None:
+        app.state.memory = memory
     _add_error_handlers(app)
     app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
