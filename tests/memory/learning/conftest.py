@@ -69,10 +69,8 @@ class Script:
         handler = self.handlers.get(purpose)
         if handler is None:
             raise AssertionError(f"unexpected {purpose} call:\n{prompt}")
-        answer = handler(prompt)
-        if isinstance(answer, str):
-            return ModelResponse(parts=[ToolCallPart(tool_name=tool.name, args=answer)])
-        return ModelResponse(parts=[ToolCallPart(tool_name=tool.name, args=answer)])
+        # A string is sent as raw arguments: not JSON, it is a malformed answer.
+        return ModelResponse(parts=[ToolCallPart(tool_name=tool.name, args=handler(prompt))])
 
     def model(self, memory: Memory) -> SmallModel:
         return SmallModel(model=FunctionModel(self), memory=memory)

@@ -50,3 +50,16 @@ async def test_some_paraphrases_are_caught_without_a_model(minilm: MiniLMEmbedde
     scores = await cosines(minilm, PARAPHRASES)
     assert min(scores) > 0.7
     assert 1 <= sum(s >= NEAR_DUPLICATE for s in scores) < len(scores)
+
+
+FAR_CORRECTIONS = [
+    ("works as a nurse", "quit their job"),
+    ("is single", "got married last month"),
+    ("likes rust", "stopped programming"),
+]
+
+
+async def test_corrections_can_look_unrelated(minilm: MiniLMEmbedder) -> None:
+    """Why there is no "nothing similar -> ADD without a call" guard above zero candidates:
+    a correction can score as low as an unrelated fact, and such a guard would lose it."""
+    assert max(await cosines(minilm, FAR_CORRECTIONS)) < 0.3
