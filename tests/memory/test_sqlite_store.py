@@ -52,6 +52,7 @@ async def test_blank_database_is_migrated_to_the_schema(tmp_path: Path) -> None:
     assert [n for (n,) in conn.execute("SELECT name FROM phi_migrations")] == [
         "m001_initial",
         "m002_learning",
+        "m003_recall_indexes",
     ]
     assert next(conn.execute("PRAGMA journal_mode"))[0] == "wal"
     assert next(conn.execute("PRAGMA application_id"))[0] == 0x70686931

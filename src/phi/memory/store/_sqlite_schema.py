@@ -189,3 +189,16 @@ def m002_learning(conn: apsw.Connection) -> None:
         CREATE INDEX model_calls_purpose ON model_calls (purpose, called_at);
         """
     )
+
+
+@migration
+def m003_recall_indexes(conn: apsw.Connection) -> None:
+    conn.execute(
+        """
+        -- The write path asks for the newest row of a namespace, whatever its status:
+        -- without this index that sorted every row of the namespace on every write.
+        CREATE INDEX rows_namespace_time ON rows (namespace, created_at);
+        -- Public ids of internal ids, read from a narrow index instead of the wide rows.
+        CREATE INDEX rows_public_id ON rows (id, row_id);
+        """
+    )

@@ -514,8 +514,15 @@ def totals(conn: apsw.Connection) -> tuple[int, int, int]:
 def hybrid(conn: apsw.Connection, blob: bytes, query: HybridQuery) -> HybridSignals:
     """`Store.hybrid`: every step on integer ids, public ids looked up once at the end."""
     where = query.where
-    dense = {i: 1.0 - d for d, i in knn_ids(conn, blob, where, min(query.candidates, MAX_KNN))}
-    text = _bm25_ids(conn, query.terms, where, query.candidates)
+    # A partition scan computes every distance anyway: a deeper pool costs little and
+    # already holds the scores of most rows the graph walk will reach.
+    pool = {i: 1.0 - d for d, i in knn_ids(conn, blob, where, min(query.candidates * 10, MAX_KNN))}
+    dense = dict(list(pool.items())[: query.candidates])
+    # One BM25 pass: the best `candidates` are the text candidates, the rest of the
+    # scope's matches are kept for rows the graph walk may reach.
+    matches = _bm25_ids(conn, query.terms, where)
+    ranked = sorted(matches, key=lambda i: -matches[i])
+    text = {i: matches[i] for i in ranked[: query.candidates]}
 
     def as_hits(scores: dict[int, float]) -> list[Hit]:
         return [Hit(row_id=str(i), score=s) for i, s in scores.items()]
@@ -535,11 +542,9 @@ def hybrid(conn: apsw.Connection, blob: bytes, query: HybridQuery) -> HybridSign
         explored |= frontier
         frontier = set(adjacency) - explored
     extra = sorted(set(adjacency) - set(dense) - set(text))
-    dense_extra = _cosine_ids(conn, blob, extra, where)
-    # Fewer BM25 hits than asked for means every match in scope is already known.
-    text_extra = (
-        _bm25_ids_of(conn, query.terms, extra, where) if len(text) >= query.candidates else {}
-    )
+    dense_extra = {i: pool[i] for i in extra if i in pool}
+    dense_extra |= _cosine_ids(conn, blob, [i for i in extra if i not in pool], where)
+    text_extra = {i: matches[i] for i in extra if i in matches}
     names = row_names(conn, sorted({*dense, *text, *adjacency}))
 
     def named(scores: dict[int, float]) -> list[Hit]:
@@ -558,19 +563,17 @@ def hybrid(conn: apsw.Connection, blob: bytes, query: HybridQuery) -> HybridSign
     )
 
 
-def _bm25_ids(
-    conn: apsw.Connection, terms: Sequence[str], where: RowFilter, limit: int
-) -> dict[int, float]:
+def _bm25_ids(conn: apsw.Connection, terms: Sequence[str], where: RowFilter) -> dict[int, float]:
+    """BM25 of every row within `where` that matches any of `terms`."""
     match = scoped_match(terms, where)
-    if match is None or limit <= 0:
+    if match is None:
         return {}
     cond, params = where_sql(where)
     sql = (
         "SELECT r.id, -bm25(row_text, 1.0, 0.0) FROM row_text"
         f" JOIN rows r ON r.id = row_text.rowid WHERE row_text MATCH ? AND {cond}"
-        " ORDER BY bm25(row_text, 1.0, 0.0) LIMIT ?"
     )
-    return dict(conn.execute(sql, [match, *params, limit]))
+    return dict(conn.execute(sql, [match, *params]))
 
 
 def _edge_pairs(
@@ -599,26 +602,4 @@ def _cosine_ids(
             f" JOIN row_vectors v ON v.id = r.id WHERE r.id IN ({marks(chunk)}) AND {cond}"
         )
         out.update(conn.execute(sql, [blob, *chunk, *params]))
-    return out
-
-
-def _bm25_ids_of(
-    conn: apsw.Connection, terms: Sequence[str], ids: Sequence[int], where: RowFilter
-) -> dict[int, float]:
-    match = scoped_match(terms, where)
-    if match is None or not ids:
-        return {}
-    wanted = set(ids)
-    if where.namespaces is not None:
-        # One pass over the scope's matches: FTS5 would re-run the whole query for each
-        # id of a `rowid IN (...)` list.
-        sql = "SELECT rowid, -bm25(row_text, 1.0, 0.0) FROM row_text WHERE row_text MATCH ?"
-        return {i: s for i, s in conn.execute(sql, [match]) if i in wanted}
-    out: dict[int, float] = {}
-    for chunk in chunks(ids):
-        sql = (
-            "SELECT rowid, -bm25(row_text, 1.0, 0.0) FROM row_text"
-            f" WHERE row_text MATCH ? AND rowid IN ({marks(chunk)})"
-        )
-        out.update(conn.execute(sql, [match, *chunk]))
     return out
