@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,30 @@ def test_bench_locomo_writes_rankings_and_prints_the_table(tmp_path: Path) -> No
     assert "R@10" in out and "turns/s" in out and "p95" in out
     code, out = phi("bench", "locomo", str(source), "--sample", "conv-99")
     assert code == 2 and "no conversation 'conv-99'" in out
+
+
+def test_stats_shows_model_calls_and_tokens_per_pass(db: str) -> None:
+    import anyio
+
+    from phi.memory import Memory
+    from phi.memory.store.base import ModelCallRecord
+
+    async def log_calls() -> None:
+        async with Memory.open(db) as memory:
+            for outcome in ("ok", "ok", "failed"):
+                await memory.store.log_model_call(
+                    ModelCallRecord(
+                        purpose="reconcile", model="test", requests=1, input_tokens=120,
+                        output_tokens=8, outcome=outcome, called_at=datetime.now(UTC),
+                    )
+                )  # fmt: skip
+
+    anyio.run(log_calls)
+    code, out = phi("memory", "stats", "--db", db, "--json")
+    assert code == 0, out
+    assert json.loads(out)["model_usage"] == [
+        {"purpose": "reconcile", "calls": 3, "requests": 3, "input_tokens": 360,
+         "output_tokens": 24, "failures": 1}
+    ]  # fmt: skip
+    code, out = phi("memory", "stats", "--db", db)
+    assert code == 0 and "reconcile" in out and "360" in out

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from phi.cli._edge import console, emit_json, open_memory, parse_time, read_text, run
 from phi.memory import Kind, Recalled, Row
+from phi.memory.learning import model_usage
 from phi.memory.model import Status
 from phi.memory.preload import format_age
 
@@ -189,13 +190,14 @@ def preload(
 
 @memory_app.command("stats")
 def stats(db: Db = None, as_json: AsJson = False) -> None:
-    """What the store holds: rows, edges, namespaces, embedding model, size."""
+    """What the store holds (rows, edges, namespaces, embedding model, size) and what
+    its language-model passes cost (calls and tokens per pass)."""
 
-    async def go() -> tuple[Any, Any]:
+    async def go() -> tuple[Any, Any, Any]:
         async with open_memory(db) as memory:
-            return await memory.stats(), await memory.namespaces()
+            return await memory.stats(), await memory.namespaces(), await model_usage(memory)
 
-    summary, namespaces = run(go)
+    summary, namespaces, usage = run(go)
     data = {
         "location": summary.location,
         "backend": summary.backend,
@@ -215,6 +217,17 @@ def stats(db: Db = None, as_json: AsJson = False) -> None:
             }
             for n in namespaces
         ],
+        "model_usage": [
+            {
+                "purpose": u.purpose,
+                "calls": u.calls,
+                "requests": u.requests,
+                "input_tokens": u.input_tokens,
+                "output_tokens": u.output_tokens,
+                "failures": u.failures,
+            }
+            for u in usage
+        ],
     }
     if as_json:
         emit_json(data)
@@ -231,6 +244,15 @@ def stats(db: Db = None, as_json: AsJson = False) -> None:
         )
     if namespaces:
         console.print(table)
+    calls = Table("pass", "calls", "requests", "input tokens", "output tokens", "failures")
+    for u in usage:
+        calls.add_row(
+            u.purpose, *map(str, (u.calls, u.requests, u.input_tokens, u.output_tokens, u.failures))
+        )
+    if usage:
+        console.print(calls)
+    else:
+        console.print("model calls: none yet")
 
 
 @memory_app.command("export")

@@ -23,6 +23,7 @@ from phi.memory.model import (
     MAX_CONTENT_CHARS,
     STATUSES,
     TRUST_OF_KIND,
+    USER_NAMESPACE_PREFIX,
     Edge,
     EdgeType,
     Kind,
@@ -424,6 +425,27 @@ class Memory:
             yield row
 
     async def forget(self, namespace: str) -> ForgetReport:
-        """Erase a namespace for good: the only hard delete, for a person who asks."""
+        """Erase a namespace for good: the only hard delete, for a person who asks.
+
+        For a person's namespace (`phi-users-{did}`) their per-user block goes too, so
+        nothing phi kept about them survives.
+        """
         validate_namespace(namespace)
-        return await self.store.forget(namespace)
+        blocks = 0
+        if namespace.startswith(USER_NAMESPACE_PREFIX):
+            from phi.memory.learning.blocks import BLOCK_SCOPE  # the learning layer sits above
+
+            did = namespace.removeprefix(USER_NAMESPACE_PREFIX)
+            blocks = await self.store.erase_state(BLOCK_SCOPE, f"user:{did}")
+        try:
+            report = await self.store.forget(namespace)
+        except NamespaceNotFound:
+            if not blocks:
+                raise
+            report = ForgetReport(namespace=namespace, rows=0, edges=0, kinds={})
+        if blocks:
+            kinds = {**report.kinds, "user block versions": blocks}
+            report = ForgetReport(
+                namespace=namespace, rows=report.rows, edges=report.edges, kinds=kinds
+            )
+        return report

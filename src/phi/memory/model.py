@@ -27,6 +27,7 @@ __all__ = [
     "MAX_TAGS",
     "STATUSES",
     "TRUST_OF_KIND",
+    "USER_NAMESPACE_PREFIX",
     "Edge",
     "EdgeType",
     "Kind",
@@ -61,6 +62,9 @@ TRUST_OF_KIND: Final[Mapping[Kind, Trust]] = {
     "exploration_note": "lowest",
 }
 """Default trust: verbatim words beat extracted facts, which beat syntheses and research."""
+
+USER_NAMESPACE_PREFIX: Final = "phi-users-"
+"""One namespace per person, keyed by DID."""
 
 MAX_CONTENT_CHARS: Final = 20_000
 """Longer text belongs in several rows: one embedding cannot represent it anyway."""
@@ -165,7 +169,7 @@ def user_namespace(did: str) -> str:
     """The namespace of one person, keyed by DID (which survives handle changes)."""
     if not _DID_RE.match(did):
         raise InvalidInput(f"not a DID: {did!r} (expected e.g. 'did:plc:abc123')")
-    return f"phi-users-{did}"
+    return f"{USER_NAMESPACE_PREFIX}{did}"
 
 
 def validate_namespace(namespace: str) -> str:
