@@ -133,8 +133,18 @@ def conversational_texts(n: int, offset: int) -> list[str]:
     return [f"{turns[(offset + i) % len(turns)]} ({offset + i})" for i in range(n)]
 
 
-async def ingest_rate(memory: Memory, gen: Generator, n: int, offset: int) -> float:
-    texts = conversational_texts(n, offset)
+def short_facts(n: int, offset: int) -> list[str]:
+    """Observation-sized rows ("likes rust"): what extraction writes, about ten tokens each."""
+    verbs = ("likes", "is learning", "works on", "visited", "wants to try", "stopped using")
+    things = ("rust", "the cello", "sourdough", "Lisbon", "bouldering", "a garden", "chess")
+    return [
+        f"{verbs[i % len(verbs)]} {things[(i // len(verbs)) % len(things)]} (#{offset + i})"
+        for i in range(n)
+    ]
+
+
+async def ingest_rate(memory: Memory, gen: Generator, texts: list[str]) -> float:
+    n = len(texts)
     namespaces = gen.rng.integers(0, NAMESPACES, size=n)
     rows = [
         memory.new_row(text, namespace=f"bench-{int(ns):04d}", kind="interaction")
@@ -167,27 +177,31 @@ async def measure(path: Path, sizes: list[int], queries: int, ingest: int) -> No
     minilm = MiniLMEmbedder()
     query_texts = [" ".join(t.split()[:6]) for t in gen.texts(queries)]
     query_vectors = dict(zip(query_texts, await minilm.embed(query_texts), strict=True))
-    scoped = [f"bench-{int(n):04d}" for n in gen.rng.integers(0, NAMESPACES, size=queries)]
+    picks = gen.rng.integers(0, 1 << 30, size=queries)
     last: dict[int, str] = {}
     filled = 0
     columns = [
         "rows",
         "fill rows/s (no embedding)",
-        "ingest rows/s (MiniLM + edges)",
+        "ingest rows/s, chat turns (MiniLM + edges)",
+        "ingest rows/s, short facts",
         "scoped p50/p95 ms, cached query vector",
         "scoped p50/p95 ms, MiniLM query",
         "unscoped p50/p95 ms, cached",
         "file MB",
     ]
     print("| " + " | ".join(columns) + " |")
-    print("|---|---|---|---|---|---|---|")
+    print("|" + "---|" * len(columns))
     for size in sizes:
         async with Memory.open(path, embedder=minilm) as memory:
             started = time.perf_counter()
             await fill(memory, gen, filled, size - ingest, last)
             fill_rate = (size - ingest - filled) / max(time.perf_counter() - started, 1e-9)
-            rate = await ingest_rate(memory, gen, ingest, offset=size)
+            rate = await ingest_rate(memory, gen, conversational_texts(ingest // 2, size))
+            short_rate = await ingest_rate(memory, gen, short_facts(ingest // 2, size))
             filled = size
+            names = [n.namespace for n in await memory.namespaces(prefix="bench-")]
+            scoped = [names[int(p) % len(names)] for p in picks]
             with_embedding = quantiles(await latencies(memory, query_texts, list(scoped)))
         async with Memory.open(path, embedder=CachedEmbedder(query_vectors)) as memory:
             await latencies(memory, query_texts[:20], list(scoped[:20]))  # warm the page cache
@@ -195,7 +209,8 @@ async def measure(path: Path, sizes: list[int], queries: int, ingest: int) -> No
             unscoped = quantiles(await latencies(memory, query_texts[:20], [None] * 20))
             size_mb = ((await memory.stats()).size_bytes or 0) / 1e6
         print(
-            f"| {size:,} | {fill_rate:,.0f} | {rate:,.0f} | {without[0]:.1f} / {without[1]:.1f} | "
+            f"| {size:,} | {fill_rate:,.0f} | {rate:,.0f} | {short_rate:,.0f} | "
+            f"{without[0]:.1f} / {without[1]:.1f} | "
             f"{with_embedding[0]:.1f} / {with_embedding[1]:.1f} | "
             f"{unscoped[0]:.0f} / {unscoped[1]:.0f} | "
             f"{size_mb:,.0f} |",
