@@ -55,12 +55,16 @@ def _prompt(messages: list[ModelMessage]) -> str:
     return ""
 
 
+_EXCHANGE = re.compile(r"^\[(\d+)\]")
+
+
 def _extract(prompt: str) -> dict[str, Any]:
     found: list[dict[str, Any]] = []
     number = 0
     for line in prompt.splitlines():
-        if line.startswith("["):
-            number = int(line[1 : line.index("]")])
+        # An exchange header is "[n] ..."; a turn may itself start with "[" (an image caption).
+        if (header := _EXCHANGE.match(line)) is not None:
+            number = int(header.group(1))
             continue
         if not line.startswith("  ") or ": " not in line:
             continue
