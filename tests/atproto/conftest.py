@@ -64,11 +64,6 @@ def cast(sandbox: Sandbox) -> SandboxInfo:
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def phi(cast: SandboxInfo) -> AsyncIterator[PhiClient]:
     """phi, logged in with its app password."""
     async with PhiClient(cast.client_config("phi")) as client:

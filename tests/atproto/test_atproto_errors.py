@@ -39,11 +39,6 @@ def _failing(errors: list[Exception], result: str = "ok") -> Callable[[], object
     return fn
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_transient_errors_are_retried() -> None:
     errors = [sdk.NetworkError(), sdk.RequestException(_response(503, "Unavailable"))]
     assert await call(_failing(errors), what="getPosts", retry=FAST) == "ok"

@@ -1,4 +1,4 @@
-"""Fixtures for the MCP server tests: the real MiniLM embedder and a fresh store."""
+"""Fixtures for the MCP server tests: a `phi mcp --http` process on a free loopback port."""
 
 from __future__ import annotations
 
@@ -7,32 +7,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
 import pytest
 
-from phi.memory import Memory, MiniLMEmbedder
-
 PHI = str(Path(sys.executable).parent / "phi")
 """The installed `phi` console script of this environment."""
-
-
-@pytest.fixture(scope="session")
-def minilm() -> MiniLMEmbedder:
-    return MiniLMEmbedder()
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def memory(tmp_path: Path, minilm: MiniLMEmbedder) -> AsyncIterator[Memory]:
-    async with Memory.open(tmp_path / "memory.db", embedder=minilm) as opened:
-        yield opened
 
 
 def free_port() -> int:

@@ -1,32 +1,13 @@
-"""Fixtures for memory tests: the real MiniLM embedder (loaded once) and fresh stores."""
+"""Test helpers for memory tests (the shared fixtures live in `tests/conftest.py`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
-import pytest
 
-from phi.memory import Memory, MiniLMEmbedder
 from phi.memory.embed import Vectors
-
-
-@pytest.fixture(scope="session")
-def minilm() -> MiniLMEmbedder:
-    return MiniLMEmbedder()
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def memory(tmp_path: Path, minilm: MiniLMEmbedder) -> AsyncIterator[Memory]:
-    async with Memory.open(tmp_path / "memory.db", embedder=minilm) as opened:
-        yield opened
 
 
 @dataclass

@@ -18,11 +18,6 @@ TOKEN = "s3cret-token"
 THREAD = "at://did:plc:alice/app.bsky.feed.post/3kthread"
 
 
-@pytest.fixture(scope="session")
-def minilm() -> MiniLMEmbedder:
-    return MiniLMEmbedder()
-
-
 @dataclass(frozen=True, kw_only=True)
 class Filled:
     db: Path

@@ -13,11 +13,6 @@ from phi.web import create_app
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_an_open_memory_is_served_and_left_open(
     tmp_path: Path, minilm: MiniLMEmbedder
 ) -> None:
