@@ -6,7 +6,6 @@ import pytest
 
 from phi.memory.recall import (
     fuse_max_normalised,
-    fuse_rrf,
     query_terms,
     recency_factor,
     smooth_scores,
@@ -25,11 +24,6 @@ def test_query_terms_drop_stopwords_and_repeats() -> None:
         "cats",
     ]
     assert query_terms("what is it?") == []
-
-
-def test_rrf_sums_weighted_reciprocal_ranks() -> None:
-    fused = fuse_rrf([(hits(("a", 9), ("b", 8)), 1.0), (hits(("b", 3)), 2.0)], k=60)
-    assert fused == pytest.approx({"a": 1 / 61, "b": 1 / 62 + 2 / 61})
 
 
 def test_max_normalised_fusion_keeps_score_gaps() -> None:

@@ -1,7 +1,7 @@
 """Hybrid recall: dense and BM25 rankings fused, then graph expansion and recency.
 
-The pieces that decide a ranking are pure functions (`query_terms`, `fuse_rrf`,
-`expand_scores`, `recency_factor`), tested without a database. `recall` wires them to a
+The pieces that decide a ranking are pure functions (`query_terms`, `fuse_max_normalised`,
+`smooth_scores`, `recency_factor`), tested without a database. `recall` wires them to a
 `Store`; every surface (the agent's `recall` tool, preload, MCP, the web API, the LoCoMo
 benchmark) goes through it.
 """
@@ -27,7 +27,6 @@ __all__ = [
     "Recalled",
     "best_fused",
     "fuse_max_normalised",
-    "fuse_rrf",
     "query_terms",
     "recall",
     "recency_factor",
@@ -92,15 +91,6 @@ def query_terms(text: str) -> list[str]:
     """Lower-cased words of `text` without stopwords, in order, each once."""
     words = [w.lower() for w in _WORD.findall(text)]
     return list(dict.fromkeys(w for w in words if len(w) > 1 and w not in STOPWORDS))
-
-
-def fuse_rrf(rankings: Sequence[tuple[Sequence[Hit], float]], *, k: float) -> dict[str, float]:
-    """Weighted reciprocal-rank fusion: the sum of `weight / (k + rank)` over rankings."""
-    fused: dict[str, float] = {}
-    for hits, weight in rankings:
-        for rank, hit in enumerate(hits, start=1):
-            fused[hit.row_id] = fused.get(hit.row_id, 0.0) + weight / (k + rank)
-    return fused
 
 
 def fuse_max_normalised(rankings: Sequence[tuple[Sequence[Hit], float]]) -> dict[str, float]:
