@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from phi.cli._edge import console, emit_json, open_memory, parse_time, read_text, run
+from phi.cli._edge import console, emit_json, fail, open_memory, parse_time, read_text, run
 from phi.memory import Kind, Recalled, Row
 from phi.memory.learning import model_usage
-from phi.memory.model import Status
+from phi.memory.model import KINDS, Status
 from phi.memory.preload import format_age
 
 memory_app = typer.Typer(help="Read and write phi's memory.", no_args_is_help=True)
@@ -87,11 +89,7 @@ def add(
 
 
 def _kind(value: str) -> Kind:
-    from phi.memory.model import KINDS
-
     if value not in KINDS:
-        from phi.cli._edge import fail
-
         fail(f"unknown kind {value!r}; expected one of {', '.join(KINDS)}")
     return value
 
@@ -280,9 +278,6 @@ def export(
 
 
 def _stdout() -> Any:
-    import contextlib
-    import sys
-
     return contextlib.nullcontext(sys.stdout)
 
 

@@ -85,9 +85,7 @@ class Memory:
     ) -> Memory:
         """A memory at `location` (a SQLite file path); connect with `async with`."""
         return cls(
-            store=_open_store(
-                str(Path(location).expanduser()) if "://" not in str(location) else str(location)
-            ),
+            store=_open_store(location),
             embedder=embedder or MiniLMEmbedder(),
             ingest_policy=ingest_policy or IngestPolicy(),
             recipe=recipe,

@@ -1,5 +1,8 @@
 """Memory backends behind one `Store` protocol."""
 
+from pathlib import Path
+
+from phi.errors import StoreError
 from phi.memory.store.base import (
     EmbeddingSpec,
     ForgetReport,
@@ -26,11 +29,12 @@ __all__ = [
 ]
 
 
-def open_store(location: str) -> Store:
+def open_store(location: str | Path) -> Store:
     """The backend a location names: a file path (SQLite) today; URLs select others."""
-    from phi.errors import StoreError
-
-    if "://" in location and not location.startswith("sqlite://"):
-        scheme = location.split("://", 1)[0]
-        raise StoreError(f"no memory backend for {scheme!r} URLs yet; use a SQLite file path")
-    return SQLiteStore(location.removeprefix("sqlite://"))
+    text = str(location)
+    if "://" not in text:
+        return SQLiteStore(Path(text).expanduser())
+    if text.startswith("sqlite://"):
+        return SQLiteStore(Path(text.removeprefix("sqlite://")).expanduser())
+    scheme = text.split("://", 1)[0]
+    raise StoreError(f"no memory backend for {scheme!r} URLs yet; use a SQLite file path")
