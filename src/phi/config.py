@@ -7,16 +7,28 @@ program starts.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Annotated, Any
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 __all__ = ["Settings"]
 
 
 def _default_home() -> Path:
     return Path.home() / ".phi"
+
+
+def _split_list(value: Any) -> Any:
+    """Read a list setting from the environment as a JSON list or as comma-separated items."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.startswith("["):
+        return json.loads(text)
+    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 class Settings(BaseSettings):
@@ -75,6 +87,65 @@ class Settings(BaseSettings):
 
     web_token: SecretStr | None = None
     """Bearer token for the web API's write and control routes; unset means read-only."""
+
+    poll_seconds: float = Field(default=10, gt=0)
+    """Seconds between two notification polls of `phi run`."""
+
+    rate_limit_per_hour: int = Field(default=30, gt=0)
+    """Notifications phi handles per author in any sliding hour; the rest are dropped."""
+
+    allow_handles: Annotated[list[str], NoDecode] = []
+    """If not empty, the only handles or DIDs phi answers (comma-separated or a JSON list)."""
+
+    deny_handles: Annotated[list[str], NoDecode] = []
+    """Handles or DIDs phi never answers; wins over `allow_handles`."""
+
+    musing_hours: Annotated[list[int], NoDecode] = [9, 13, 17, 21]
+    """UTC hours (0-23) in which phi may post one unprompted musing each."""
+
+    reflection_hour: int | None = Field(default=22, ge=0, le=23)
+    """UTC hour (0-23) from which phi posts its daily reflection; empty or `none` means never."""
+
+    health_urls: Annotated[list[str], NoDecode] = []
+    """URLs the periodic service check requests; empty means no service checks."""
+
+    service_check_hours: float = Field(default=3, gt=0)
+    """Hours between two service checks of `health_urls`."""
+
+    control_host: str = "127.0.0.1"
+    """Address the control API of `phi run` listens on (loopback by default)."""
+
+    control_port: int = Field(default=8781, ge=0, le=65535)
+    """Port of the control API (0 picks a free one)."""
+
+    control_token: SecretStr | None = None
+    """Bearer token of the control API; unset means one generated in `<home>/control.token`."""
+
+    personality_file: Path | None = None
+    """A Markdown file with phi's personality for the agent; unset means the built-in one."""
+
+    web_search_url: str | None = None
+    """Endpoint of an optional web search integration; unset means no web search tool."""
+
+    @field_validator("allow_handles", "deny_handles", "health_urls", "musing_hours", mode="before")
+    @classmethod
+    def _split_lists(cls, value: Any) -> Any:
+        return _split_list(value)
+
+    @field_validator("reflection_hour", mode="before")
+    @classmethod
+    def _no_reflection(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in {"", "none", "off"}:
+            return None
+        return value
+
+    @field_validator("musing_hours")
+    @classmethod
+    def _check_hours(cls, value: list[int]) -> list[int]:
+        wrong = [hour for hour in value if not 0 <= hour <= 23]
+        if wrong:
+            raise ValueError(f"musing hours are UTC hours 0-23, got {wrong!r}")
+        return sorted(set(value))
 
     def resolved_memory_url(self) -> str:
         """The memory store location, defaulting to a file under `home`."""
