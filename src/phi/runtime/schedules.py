@@ -1,0 +1,272 @@
+"""The schedule clock of `phi run`, and the service check it triggers.
+
+The poller ticks every few seconds and asks `Schedule.due(now)` which scheduled jobs to run;
+after running one it calls `Schedule.mark(job, at)`. The clock is passed in, so tests need
+no sleeping. Which musing slots and which day's reflection already happened is not stored
+locally: at startup `Schedule.seed_from_posts` reads it back from phi's own recent posts, so
+a restart never posts twice in one slot.
+
+All hours are UTC.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Final, Literal, assert_never, get_args
+
+import anyio
+import httpx
+
+from phi.atproto import Post
+from phi.config import Settings
+from phi.errors import InvalidInput
+
+__all__ = [
+    "DEFAULT_MUSING_HOURS",
+    "JOBS",
+    "Job",
+    "Schedule",
+    "ScheduleConfig",
+    "ServiceStatus",
+    "check_services",
+    "transitions",
+]
+
+Job = Literal["musing", "reflection", "service_check", "summary_refresh"]
+"""A scheduled job: a musing post, the daily reflection, a service check, a summary refresh."""
+
+JOBS: Final[tuple[Job, ...]] = get_args(Job)
+"""Every job, in the order `Schedule.due` lists them."""
+
+DEFAULT_MUSING_HOURS: Final = frozenset({9, 13, 17, 21})
+"""Four musings a day, four hours apart, from morning to evening in UTC (Europe's day and
+America's morning to afternoon), before the default reflection at 22."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScheduleConfig:
+    """When the scheduled jobs run."""
+
+    musing_hours: frozenset[int] = DEFAULT_MUSING_HOURS
+    """UTC hours in which phi may post one musing each; empty means no musings."""
+    reflection_hour: int | None = 22
+    """UTC hour from which the daily reflection is due until it happens; `None`: never."""
+    service_check_every: timedelta = timedelta(hours=3)
+    """Time between two service checks."""
+    summary_refresh_every: timedelta = timedelta(hours=24)
+    """Time between two refreshes of phi's self-summary."""
+    health_urls: tuple[str, ...] = ()
+    """URLs the service check requests; empty means the check never runs."""
+
+    def __post_init__(self) -> None:
+        wrong = sorted(h for h in self.musing_hours if not 0 <= h <= 23)
+        if wrong:
+            raise InvalidInput(f"musing hours are UTC hours 0-23, got {wrong!r}")
+        if self.reflection_hour is not None and not 0 <= self.reflection_hour <= 23:
+            raise InvalidInput(
+                f"the reflection hour is a UTC hour 0-23, got {self.reflection_hour!r}"
+            )
+        for name in ("service_check_every", "summary_refresh_every"):
+            every: timedelta = getattr(self, name)
+            if every <= timedelta(0):
+                raise InvalidInput(f"{name} must be positive, got {every!r}")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ScheduleConfig:
+        """The schedule of `musing_hours`, `reflection_hour`, `health_urls` and
+        `service_check_hours` (the summary refresh keeps its daily default)."""
+        return cls(
+            musing_hours=frozenset(settings.musing_hours),
+            reflection_hour=settings.reflection_hour,
+            service_check_every=timedelta(hours=settings.service_check_hours),
+            health_urls=tuple(settings.health_urls),
+        )
+
+
+def _utc(at: datetime) -> datetime:
+    if at.tzinfo is None:
+        raise ValueError(f"the schedule needs timezone-aware datetimes, got {at!r}")
+    return at.astimezone(UTC)
+
+
+class Schedule:
+    """Which jobs are due, and which already ran.
+
+    - `musing`: in each hour of `musing_hours`, once.
+    - `reflection`: once a day, from `reflection_hour` to midnight.
+    - `service_check`: every `service_check_every`, only with `health_urls`; the first one
+      is due one interval after `started_at` (nothing persists across restarts, and a
+      restart loop should not hammer the services).
+    - `summary_refresh`: at once, then every `summary_refresh_every`.
+
+    A job stays due until it is marked, so a job whose run failed is retried on the next
+    tick: mark it anyway if it should not be.
+    """
+
+    def __init__(self, config: ScheduleConfig, *, started_at: datetime) -> None:
+        self.config = config
+        self._musings: set[tuple[date, int]] = set()
+        self._reflected_on: date | None = None
+        self._last_service_check = _utc(started_at)
+        self._last_summary_refresh: datetime | None = None
+
+    def due(self, now: datetime) -> list[Job]:
+        """The jobs due at `now`, in the order of `JOBS`."""
+        now = _utc(now)
+        return [job for job in JOBS if self._is_due(job, now)]
+
+    def mark(self, job: Job, at: datetime) -> None:
+        """Record that `job` ran at `at`.
+
+        Pass the `now` the job was found due at, not the time its run finished: a musing
+        found due at 13:59 and finished at 14:00 belongs to the 13:00 slot.
+        """
+        at = _utc(at)
+        if job == "musing":
+            self._musings = {slot for slot in self._musings if slot[0] >= at.date()}
+            self._musings.add((at.date(), at.hour))
+        elif job == "reflection":
+            if self._reflected_on is None or at.date() > self._reflected_on:
+                self._reflected_on = at.date()
+        elif job == "service_check":
+            self._last_service_check = at
+        elif job == "summary_refresh":
+            self._last_summary_refresh = at
+        else:
+            assert_never(job)
+
+    def seed_from_posts(
+        self, posts: Iterable[Post], now: datetime, *, author_did: str | None = None
+    ) -> None:
+        """Recover today's musings and reflection from phi's own recent posts.
+
+        Only top-level posts count (replies are conversation, not scheduled posts). A post
+        made in a musing hour marks that hour's musing; a post made at or after the
+        reflection hour marks that day's reflection. Posts from before today (UTC) change
+        nothing that can still be due, and are skipped.
+
+        Args:
+            posts: phi's recent posts, e.g. `PhiClient.get_author_feed(phi's DID)`.
+            now: The current time.
+            author_did: phi's DID; when given, posts by anyone else (reposts in an author
+                feed) are ignored.
+        """
+        today = _utc(now).date()
+        for post in posts:
+            if post.reply_root is not None:
+                continue
+            if author_did is not None and post.author_did != author_did:
+                continue
+            created = _utc(post.created_at)
+            if created.date() < today:
+                continue
+            if created.hour in self.config.musing_hours:
+                self.mark("musing", created)
+            hour = self.config.reflection_hour
+            if hour is not None and created.hour >= hour:
+                self.mark("reflection", created)
+
+    def _is_due(self, job: Job, now: datetime) -> bool:
+        config = self.config
+        if job == "musing":
+            return now.hour in config.musing_hours and (now.date(), now.hour) not in self._musings
+        if job == "reflection":
+            return (
+                config.reflection_hour is not None
+                and now.hour >= config.reflection_hour
+                and (self._reflected_on is None or self._reflected_on < now.date())
+            )
+        if job == "service_check":
+            return (
+                bool(config.health_urls)
+                and now - self._last_service_check >= config.service_check_every
+            )
+        if job == "summary_refresh":
+            last = self._last_summary_refresh
+            return last is None or now - last >= config.summary_refresh_every
+        assert_never(job)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceStatus:
+    """The answer of one health URL."""
+
+    url: str
+    """The URL requested."""
+    ok: bool
+    """Whether it answered with a status below 400."""
+    status_code: int | None
+    """The HTTP status, or `None` when no answer came."""
+    error: str | None
+    """Why no answer came (timeout, refused connection...), or `None`."""
+    latency_ms: float
+    """Time until the answer or the failure, in milliseconds."""
+
+    @property
+    def detail(self) -> str:
+        """The status code, or the error when there was no answer."""
+        return str(self.status_code) if self.status_code is not None else str(self.error)
+
+
+async def check_services(urls: Sequence[str], client: httpx.AsyncClient) -> list[ServiceStatus]:
+    """`GET` each URL concurrently and report how it answered.
+
+    Network failures and timeouts (the `client`'s timeout applies) become statuses
+    (`ok=False` with an `error`), never exceptions.
+
+    Returns:
+        One status per URL, in the order of `urls`.
+    """
+    results: dict[int, ServiceStatus] = {}
+
+    async def check(index: int, url: str) -> None:
+        results[index] = await _check_one(url, client)
+
+    async with anyio.create_task_group() as tg:
+        for index, url in enumerate(urls):
+            tg.start_soon(check, index, url)
+    return [results[index] for index in range(len(urls))]
+
+
+async def _check_one(url: str, client: httpx.AsyncClient) -> ServiceStatus:
+    started = time.perf_counter()
+    try:
+        response = await client.get(url)
+    except httpx.HTTPError as exc:
+        return ServiceStatus(
+            url=url,
+            ok=False,
+            status_code=None,
+            error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )
+    return ServiceStatus(
+        url=url,
+        ok=response.status_code < 400,
+        status_code=response.status_code,
+        error=None,
+        latency_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def transitions(previous: Mapping[str, bool], current: Iterable[ServiceStatus]) -> list[str]:
+    """What changed since the last check, one line per service.
+
+    `previous` maps each URL to whether it was up (`{s.url: s.ok for s in last}`). A URL not
+    checked before is reported only when it is down.
+
+    Returns:
+        Lines like `https://x went down (503)` and `https://x recovered`, in the order of
+        `current`.
+    """
+    lines: list[str] = []
+    for status in current:
+        was_up = previous.get(status.url)
+        if not status.ok and was_up is not False:
+            lines.append(f"{status.url} went down ({status.detail})")
+        elif status.ok and was_up is False:
+            lines.append(f"{status.url} recovered")
+    return lines
