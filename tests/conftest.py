@@ -1,12 +1,21 @@
-"""Fixtures shared by every test."""
+"""Fixtures shared by every test, including the local AT Protocol network.
+
+The network is one sandbox per test session. It installs itself into the project cache on
+first use (Node 22, dev-env), exactly as `phi sandbox up` does, so a fresh clone's CI brings
+it up unaided. If it cannot start, the fixture errors: these tests never skip.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
+from phi.atproto import PhiClient
+from phi.atproto.sandbox import Sandbox, SandboxConfig, SandboxInfo
+from phi.config import Settings
 from phi.memory import Memory, MiniLMEmbedder
 
 
@@ -35,3 +44,77 @@ async def memory(tmp_path: Path, minilm: MiniLMEmbedder) -> AsyncIterator[Memory
     """A fresh SQLite store with the real embedder."""
     async with Memory.open(tmp_path / "memory.db", embedder=minilm) as opened:
         yield opened
+
+
+TEST_PORT = 2692
+"""Away from the default sandbox ports, so a developer's `phi sandbox up` can keep running."""
+
+FIRST_INSTALL_TIMEOUT = 900
+"""Seconds for a test that brings the sandbox up: on a fresh clone that includes installing
+Node 22 and compiling dev-env's native module (about 4 minutes on 2 cores)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give the tests that use the network room for the first install (pytest-timeout)."""
+    for item in items:
+        if "sandbox" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.timeout(FIRST_INSTALL_TIMEOUT))
+
+
+@pytest.fixture(scope="session")
+def sandbox_home() -> Path:
+    """A PHI_HOME whose `sandbox/` folder is the test network's state (stale runs get reaped)."""
+    cache = Settings(_env_file=None).resolved_sandbox_cache()
+    return cache / "test-home"
+
+
+@pytest.fixture(scope="session")
+def sandbox(sandbox_home: Path) -> Iterator[Sandbox]:
+    """A running local network for the whole session."""
+    config = SandboxConfig(
+        cache_dir=Settings(_env_file=None).resolved_sandbox_cache(),
+        state_dir=sandbox_home / "sandbox",
+        base_port=TEST_PORT,
+        schema="phi_test",
+    )
+    network = Sandbox(config)
+    anyio.run(network.down)  # a network left over by an interrupted run
+    anyio.run(network.up)
+    try:
+        yield network
+    finally:
+        anyio.run(network.down)
+
+
+@pytest.fixture(scope="session")
+def cast(sandbox: Sandbox) -> SandboxInfo:
+    """URLs and accounts of the running network."""
+    return anyio.run(sandbox.info)
+
+
+@pytest.fixture
+async def phi(cast: SandboxInfo) -> AsyncIterator[PhiClient]:
+    """phi, logged in with its app password."""
+    async with PhiClient(cast.client_config("phi")) as client:
+        yield client
+
+
+@pytest.fixture
+async def alice(cast: SandboxInfo) -> AsyncIterator[PhiClient]:
+    """alice, logged in with her app password."""
+    async with PhiClient(cast.client_config("alice")) as client:
+        yield client
+
+
+@pytest.fixture
+async def bob(cast: SandboxInfo) -> AsyncIterator[PhiClient]:
+    """bob, logged in with his app password."""
+    async with PhiClient(cast.client_config("bob")) as client:
+        yield client
+
+
+@pytest.fixture
+async def operator(cast: SandboxInfo) -> AsyncIterator[PhiClient]:
+    """phi's owner, logged in with their app password."""
+    async with PhiClient(cast.client_config("operator")) as client:
+        yield client

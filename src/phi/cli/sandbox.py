@@ -6,15 +6,19 @@ Thin adapters over `phi.atproto.sandbox.Sandbox` and `PhiClient`: parse, call, p
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Annotated, TypeVar
 
 import anyio
 import typer
+from rich.console import Console
+from rich.markup import escape
 
 from phi.atproto import PhiClient
 from phi.atproto.sandbox import Sandbox, SandboxConfig, SandboxInfo, wait_for_indexing
 from phi.config import Settings
 from phi.errors import PhiError
+from phi.runtime.sandbox_run import DEFAULT_GREETING, sandbox_run
 
 __all__ = ["sandbox_app"]
 
@@ -24,6 +28,8 @@ sandbox_app = typer.Typer(
 )
 
 T = TypeVar("T")
+
+console = Console()
 
 
 def _sandbox() -> Sandbox:
@@ -135,3 +141,31 @@ def wait() -> None:
         await _sandbox().wait_for_indexing()
 
     _run(action)
+
+
+@sandbox_app.command("run")
+def run_phi(
+    greeting: Annotated[
+        str, typer.Option(help="What alice says to open the conversation.")
+    ] = DEFAULT_GREETING,
+    until_reply: Annotated[
+        bool, typer.Option("--until-reply", help="Stop once phi has answered alice.")
+    ] = False,
+    poll: Annotated[float, typer.Option(help="Seconds between notification polls.")] = 2.0,
+) -> None:
+    """Start the network, run phi on it with the offline defaults, have alice talk to phi,
+    and stream what phi does (Ctrl-C stops phi; the network keeps running)."""
+    if poll <= 0:
+        typer.echo(f"error: --poll must be positive, got {poll}", err=True)
+        raise typer.Exit(2)
+
+    def emit(line: str) -> None:
+        stamp = datetime.now().strftime("%H:%M:%S")
+        console.print(f"[dim]{stamp}[/] {escape(line)}", highlight=False, soft_wrap=True)
+
+    settings = Settings()
+    _run(
+        lambda: sandbox_run(
+            settings, emit=emit, greeting=greeting, until_reply=until_reply, poll_seconds=poll
+        )
+    )

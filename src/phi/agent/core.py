@@ -1,0 +1,104 @@
+"""The one agent: a static base prompt, the dynamic blocks, and the tools.
+
+Every entry point ends in `run(agent, deps, entry_prompt(entry))`. The agent's output is a
+short log line; the work happens inside the run through tool calls. Blocks of the people in
+a batch are attached for that run only and detached afterwards, even when the run fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.models import Model
+from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
+
+from phi.agent.deps import AgentConfig, Entry, PhiDeps
+from phi.agent.prompt import BLOCKS, PromptBlock, base_prompt
+from phi.agent.tools import (
+    bluesky_tools,
+    cosmik_tools,
+    intent_tools,
+    memory_tools,
+    search_tools,
+    web_tools,
+)
+from phi.agent.tools._common import errors_as_results
+
+__all__ = ["CORE_TOOLS", "ENTRY_PROMPTS", "PhiAgent", "build_agent", "entry_prompt", "run"]
+
+PhiAgent = Agent[PhiDeps, str]
+
+ENTRY_PROMPTS: Final[dict[Entry, str]] = {
+    "notifications": "process your new notifications batch — silence is fine.",
+    "musing": "you have a moment. post if you want, or don't.",
+    "reflection": "end of day. post a reflection if you have one.",
+    "service_check": (
+        "scheduled service check. report transitions in [SERVICE CHECK] to your owner if "
+        "something went down or recovered; stay quiet when nothing changed."
+    ),
+    "review": "review what you have noticed lately.",
+    "preview": "process your new notifications batch — silence is fine.",
+}
+
+CORE_TOOLS: Final = frozenset({"reply_to", "like_post", "post", "recall", "remember"})
+"""The tools a tiny local model gets: enough to hold a conversation, few enough to choose
+well from, and short enough to fit its context."""
+
+
+def entry_prompt(entry: Entry) -> str:
+    """The user prompt of a run started by `entry`."""
+    return ENTRY_PROMPTS[entry]
+
+
+def _toolsets(config: AgentConfig, *, only: frozenset[str] | None) -> AbstractToolset[PhiDeps]:
+    sets: list[AbstractToolset[PhiDeps]] = [
+        bluesky_tools,
+        memory_tools,
+        intent_tools,
+        cosmik_tools,
+        web_tools,
+    ]
+    if config.web_search_url:
+        sets.append(search_tools)
+    combined: AbstractToolset[PhiDeps] = CombinedToolset(sets)
+    if only is not None:
+        allowed = only
+        combined = combined.filtered(lambda _ctx, tool: tool.name in allowed)
+    return errors_as_results(combined)
+
+
+def _as_system_prompt(name: str, block: PromptBlock) -> object:
+    async def system_block(ctx: RunContext[PhiDeps]) -> str:
+        return await block(ctx.deps)
+
+    # pydantic-ai keys dynamic parts by qualified name: each block needs its own.
+    system_block.__name__ = system_block.__qualname__ = f"phi_block_{name}"
+    return system_block
+
+
+def build_agent(
+    model: Model | str, config: AgentConfig, *, tools: Sequence[str] | None = None
+) -> PhiAgent:
+    """phi's agent on `model`; `tools` narrows the tool set (e.g. `CORE_TOOLS` for a tiny
+    model), by default every tool (web search only when configured)."""
+    agent: PhiAgent = Agent(
+        model,
+        name="phi",
+        deps_type=PhiDeps,
+        output_type=str,
+        system_prompt=base_prompt(config.personality_file),
+        toolsets=[_toolsets(config, only=frozenset(tools) if tools is not None else None)],
+    )
+    for name, block in BLOCKS:
+        agent.system_prompt(dynamic=True)(_as_system_prompt(name, block))  # type: ignore[arg-type]
+    return agent
+
+
+async def run(agent: PhiAgent, deps: PhiDeps, prompt: str | None = None) -> str:
+    """One run: attach the batch's people's blocks, run, detach; returns the log line."""
+    dids = sorted(deps.batch.author_dids - {deps.client.me.did}) if deps.batch else []
+    async with deps.blocks.attach(dids):
+        result = await agent.run(prompt or entry_prompt(deps.entry), deps=deps)
+    return result.output

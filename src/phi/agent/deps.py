@@ -1,0 +1,194 @@
+"""What one agent run knows: `PhiDeps`, built by the entry point that starts the run.
+
+Every entry point (a notification batch, a scheduled musing, the daily reflection, a service
+check, a review) ends in the same `agent.run(...)`; only the user prompt and these deps differ.
+Dynamic prompt blocks read the deps and return "" when their part is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from phi.agent.cache import PromptCaches
+from phi.atproto import Notification, PhiClient, Post, Profile, Thread
+from phi.memory import Memory
+from phi.memory.learning import Blocks, SmallModel
+from phi.memory.model import utc_now
+
+__all__ = [
+    "Action",
+    "ActivityLog",
+    "AgentConfig",
+    "Approval",
+    "AuthorLookup",
+    "Batch",
+    "Entry",
+    "NotificationContext",
+    "PhiDeps",
+    "PhiReply",
+]
+
+Entry = Literal["notifications", "musing", "reflection", "service_check", "review", "preview"]
+"""What started a run. Only `notifications` batches can pass the owner gate."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentConfig:
+    """The parts of the settings the agent uses, fixed for the process."""
+
+    nsid_prefix: str = "io.phi"
+    """Prefix of phi's record collections."""
+    owner_handle: str | None = None
+    """Who approves gated actions (like-as-approval); no owner means nothing gated passes."""
+    personality_file: Path | None = None
+    """A personality to use instead of the built-in one."""
+    web_search_url: str | None = None
+    """Optional search integration (a GET endpoint taking `q`); absent means no web search."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Action:
+    """A gated action, named exactly: the tool and the arguments it would run with."""
+
+    tool: str
+    args: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, tool: str, **args: object) -> Action:
+        return cls(tool=tool, args=tuple(sorted((k, str(v)) for k, v in args.items())))
+
+    def describe(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.args)
+        return f"{self.tool}({shown})"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Approval:
+    """The owner liked an authorization request in this batch: that one action may pass."""
+
+    action: Action
+    request_uri: str
+    """phi's request post the owner liked."""
+    thread_root: str
+    """The thread the request was discussed in."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuthorLookup:
+    """A stranger's profile and recent posts, fetched before the run."""
+
+    profile: Profile
+    recent_posts: list[Post] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NotificationContext:
+    """One notification with what phi needs to answer it."""
+
+    notification: Notification
+    post: Post | None = None
+    """The post that caused it (mentions, replies, quotes)."""
+    thread: Thread | None = None
+    """The thread around that post."""
+    subject: Post | None = None
+    """phi's post that was liked or reposted."""
+
+    @property
+    def thread_root(self) -> str:
+        n = self.notification
+        if n.reply_root is not None:
+            return n.reply_root.uri
+        if self.subject is not None and self.subject.reply_root is not None:
+            return self.subject.reply_root.uri
+        return n.reason_subject or n.uri
+
+
+@dataclass(kw_only=True)
+class Batch:
+    """The unread notifications dispatched as one cognitive event."""
+
+    items: list[NotificationContext]
+    author_lookups: dict[str, AuthorLookup] = field(default_factory=dict)
+    """Strangers (no memory of them yet), by DID."""
+    approvals: list[Approval] = field(default_factory=list)
+    """Owner approvals that arrived in this batch."""
+
+    @property
+    def uris(self) -> frozenset[str]:
+        """Every post URI of the batch: what like and repost may touch."""
+        found: set[str] = set()
+        for item in self.items:
+            if item.post is not None:
+                found.add(item.post.uri)
+            if item.notification.reason in ("mention", "reply", "quote"):
+                found.add(item.notification.uri)
+        return frozenset(found)
+
+    @property
+    def author_dids(self) -> frozenset[str]:
+        return frozenset(item.notification.author_did for item in self.items)
+
+    def author_handles(self) -> dict[str, str]:
+        """DID → handle of everyone in the batch, in order of appearance."""
+        return {i.notification.author_did: i.notification.author_handle for i in self.items}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhiReply:
+    """A post phi wrote in a run, remembered as an interaction afterwards."""
+
+    uri: str
+    text: str
+    thread_root: str
+    in_reply_to: str | None
+    """The post replied to, when a reply."""
+    to_did: str | None
+    """Its author, when a reply."""
+    to_handle: str | None
+    to_text: str | None
+    """What they said, verbatim."""
+
+
+@dataclass
+class ActivityLog:
+    """What phi did in a run: the writes it made, and a stream for whoever watches."""
+
+    emit: Callable[[str], None] | None = None
+    """Called with one line per action (the sandbox streams these to the terminal)."""
+    posts: list[PhiReply] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+
+    def record(self, line: str) -> None:
+        self.actions.append(line)
+        if self.emit is not None:
+            self.emit(line)
+
+
+@dataclass(kw_only=True)
+class PhiDeps:
+    """Everything one run can use. Built per run by the entry point."""
+
+    client: PhiClient
+    memory: Memory
+    blocks: Blocks
+    small: SmallModel | None
+    """The memory passes' model (synthesis, self-awareness); None skips those blocks."""
+    config: AgentConfig
+    caches: PromptCaches
+    entry: Entry = "notifications"
+    batch: Batch | None = None
+    now: datetime = field(default_factory=utc_now)
+    last_post_text: str | None = None
+    """phi's latest post, for musing and reflection."""
+    service_report: str | None = None
+    """Results of the service check, for its run."""
+    activity: ActivityLog = field(default_factory=ActivityLog)
+
+    @property
+    def owner_handle(self) -> str | None:
+        h = self.config.owner_handle
+        return h.removeprefix("@").lower() if h else None

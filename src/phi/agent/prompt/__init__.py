@@ -1,0 +1,78 @@
+"""phi's system prompt: a static base plus dynamic blocks (seed 003).
+
+Each block is an async function of the run's `PhiDeps` that returns "" when it does not
+apply; its cache time lives with it (`PromptCaches`). The agent registers every block as a
+dynamic system prompt, in the order of `BLOCKS`; `render_system_prompt` composes the same
+text for `phi prompt --preview`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+from phi.agent.deps import PhiDeps
+from phi.agent.prompt.batch import first_interaction_block, notifications_block
+from phi.agent.prompt.people import episodic_block, people_blocks
+from phi.agent.prompt.state import (
+    goals_block,
+    identity_block,
+    now_block,
+    observations_block,
+    operations_block,
+    public_memory_block,
+    run_block,
+    self_awareness_block,
+    self_state_block,
+)
+from phi.agent.prompt.static import OPERATIONAL_RULES, base_prompt, default_personality
+
+__all__ = [
+    "BLOCKS",
+    "OPERATIONAL_RULES",
+    "PromptBlock",
+    "base_prompt",
+    "default_personality",
+    "render_blocks",
+    "render_system_prompt",
+]
+
+PromptBlock = Callable[[PhiDeps], Awaitable[str]]
+
+
+async def _notifications(deps: PhiDeps) -> str:
+    return notifications_block(deps)
+
+
+async def _first_interaction(deps: PhiDeps) -> str:
+    return first_interaction_block(deps)
+
+
+BLOCKS: Final[tuple[tuple[str, PromptBlock], ...]] = (
+    ("identity", identity_block),
+    ("now", now_block),
+    ("goals", goals_block),
+    ("self_awareness", self_awareness_block),
+    ("self_state", self_state_block),
+    ("observations", observations_block),
+    ("operations", operations_block),
+    ("run", run_block),
+    ("notifications", _notifications),
+    ("people", people_blocks),
+    ("episodic", episodic_block),
+    ("first_interaction", _first_interaction),
+    ("public_memory", public_memory_block),
+)
+"""The dynamic blocks, in prompt order."""
+
+
+async def render_blocks(deps: PhiDeps) -> list[tuple[str, str]]:
+    """Every block's text for this run, by name (empty ones included)."""
+    return [(name, await block(deps)) for name, block in BLOCKS]
+
+
+async def render_system_prompt(deps: PhiDeps) -> str:
+    """The exact system prompt phi gets for this run: base, then the non-empty blocks."""
+    parts = [base_prompt(deps.config.personality_file)]
+    parts.extend(text for _, text in await render_blocks(deps) if text)
+    return "\n\n".join(parts)

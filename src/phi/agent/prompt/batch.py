@@ -1,0 +1,90 @@
+"""Blocks about the batch at hand: the new notifications grouped by thread, owner approvals,
+and first-interaction lookups of strangers."""
+
+from __future__ import annotations
+
+from phi.agent.deps import NotificationContext, PhiDeps
+
+__all__ = ["first_interaction_block", "notifications_block"]
+
+_THREAD_LINES = 12
+"""Earlier posts of a thread shown before the new one: enough to follow, not a transcript."""
+
+
+def _quote(text: str, limit: int = 500) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _thread_lines(item: NotificationContext) -> list[str]:
+    if item.thread is None:
+        return []
+    earlier = [p for p in item.thread.posts if p.uri != item.notification.uri]
+    earlier = [p for p in earlier if p.created_at <= item.notification.indexed_at]
+    lines = [f"    @{p.author_handle}: {_quote(p.text, 300)}" for p in earlier[-_THREAD_LINES:]]
+    return lines
+
+
+def _post_item(item: NotificationContext) -> list[str]:
+    n = item.notification
+    lines = _thread_lines(item)
+    text = item.post.text if item.post is not None else n.text
+    lines.append(f'  → {n.reason} from @{n.author_handle}: "{_quote(text)}"')
+    lines.append(f"    uri: {n.uri}")
+    if item.post is not None and item.post.embed is not None:
+        lines.append(f"    {item.post.render_embed()}")
+    return lines
+
+
+def notifications_block(deps: PhiDeps) -> str:
+    batch = deps.batch
+    if batch is None or not batch.items:
+        return ""
+    threads: dict[str, list[NotificationContext]] = {}
+    others: list[str] = []
+    for item in batch.items:
+        n = item.notification
+        if n.reason in ("mention", "reply", "quote"):
+            threads.setdefault(item.thread_root, []).append(item)
+        elif n.reason in ("like", "repost") and item.subject is not None:
+            others.append(
+                f"- @{n.author_handle} {n.reason}d your post {item.subject.uri}: "
+                f'"{_quote(item.subject.text, 160)}"'
+            )
+        elif n.reason == "follow":
+            others.append(f"- @{n.author_handle} followed you")
+        else:
+            others.append(f"- {n.reason} from @{n.author_handle}")
+    out = [f"[NEW NOTIFICATIONS — {len(batch.items)} in {len(threads)} thread(s)]"]
+    for root, items in threads.items():
+        out.append(f"thread {root}:")
+        for item in items:
+            out.extend(_post_item(item))
+    if others:
+        out.append("other activity:")
+        out.extend(others)
+    for approval in batch.approvals:
+        out.append(
+            f"[OWNER APPROVAL] @{deps.owner_handle} liked your authorization request "
+            f"{approval.request_uri}: it approves exactly {approval.action.describe()}, once, "
+            "in this batch. call that tool with exactly those arguments to carry it out."
+        )
+    return "\n".join(out)
+
+
+def first_interaction_block(deps: PhiDeps) -> str:
+    batch = deps.batch
+    if batch is None or not batch.author_lookups:
+        return ""
+    out: list[str] = []
+    for lookup in batch.author_lookups.values():
+        p = lookup.profile
+        out.append(f"[FIRST INTERACTION WITH @{p.handle}]")
+        name = f"{p.display_name} — " if p.display_name else ""
+        out.append(
+            f"{name}{_quote(p.description or '(no bio)', 300)} "
+            f"({p.followers_count} followers, {p.posts_count} posts)"
+        )
+        for post in lookup.recent_posts[:5]:
+            out.append(f"- {_quote(post.text, 200)}")
+    return "\n".join(out)

@@ -1,0 +1,108 @@
+"""Per-author memory blocks and the synthesized episodic block.
+
+For each author of the batch, memory is shown by kind and labelled by trust, so phi weighs a
+verbatim exchange above an extracted fact above a summary above background research (seed
+003). Everything here comes from recall (hybrid search scoped to that person's namespace,
+never another's) and the person's block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from phi.agent.deps import PhiDeps
+from phi.errors import NamespaceNotFound
+from phi.memory import Recalled, user_namespace
+from phi.memory.learning import EPISODIC, synthesize_episodic, user_label
+from phi.memory.model import Kind
+from phi.memory.preload import format_age
+
+__all__ = ["episodic_block", "people_blocks"]
+
+_SECTIONS: tuple[tuple[Kind, str, int], ...] = (
+    ("summary", "IMPRESSION OF @{h} — synthesized summary, trust low", 1),
+    ("observation", "OBSERVATIONS ABOUT @{h} — extracted facts, trust medium", 8),
+    ("interaction", "PAST EXCHANGES WITH @{h} — verbatim, trust high", 5),
+    ("exploration_note", "BACKGROUND RESEARCH ON @{h} — public activity, trust lowest", 3),
+)
+
+
+def _query(deps: PhiDeps, did: str) -> str:
+    assert deps.batch is not None
+    texts = [i.notification.text for i in deps.batch.items if i.notification.author_did == did]
+    return " ".join(t for t in texts if t.strip()) or "conversation"
+
+
+def _age(deps: PhiDeps, hit: Recalled) -> str:
+    return format_age((deps.now - hit.row.created_at).total_seconds())
+
+
+def _line(deps: PhiDeps, kind: Kind, hit: Recalled) -> str:
+    row = hit.row
+    if kind == "interaction":
+        body = "\n  ".join(row.content.splitlines())
+        return f"- {_age(deps, hit)} ago:\n  {body}"
+    sources = f", {len(row.source_uris)} source(s)" if row.source_uris else ""
+    return f"- {row.content} ({_age(deps, hit)} ago{sources})"
+
+
+async def _section(deps: PhiDeps, did: str, kind: Kind, limit: int) -> list[Recalled]:
+    try:
+        hits = await deps.memory.search(
+            _query(deps, did),
+            namespace=user_namespace(did),
+            kinds=[kind],
+            limit=limit,
+            now=deps.now,
+        )
+    except NamespaceNotFound:
+        return []
+    if kind == "interaction":  # a conversation reads in order
+        hits.sort(key=lambda h: h.row.created_at)
+    return hits
+
+
+async def _person(deps: PhiDeps, did: str, handle: str) -> Sequence[str]:
+    out: list[str] = []
+    block = await deps.blocks.view(user_label(did))
+    if block.version > 0 and block.content.strip():
+        out.append(f"[USER BLOCK @{handle} — your notes, {len(block.content)}/{block.limit} chars]")
+        out.append(block.content.strip())
+    for kind, label, limit in _SECTIONS:
+        hits = await _section(deps, did, kind, limit)
+        if hits:
+            out.append(f"[{label.format(h=handle)}]")
+            out.extend(_line(deps, kind, h) for h in hits)
+    return out
+
+
+async def people_blocks(deps: PhiDeps) -> str:
+    if deps.batch is None:
+        return ""
+    me = deps.client.me.did
+    out: list[str] = []
+    for did, handle in deps.batch.author_handles().items():
+        if did != me:
+            out.extend(await _person(deps, did, handle))
+    return "\n".join(out)
+
+
+async def episodic_block(deps: PhiDeps) -> str:
+    """phi's own notes relevant to the batch (or to the scheduled run), synthesized when a
+    small model is available, otherwise the raw notes newest first."""
+    if deps.batch is not None:
+        query = " ".join(i.notification.text for i in deps.batch.items if i.notification.text)
+    else:
+        query = deps.last_post_text or deps.entry
+    if not query.strip():
+        return ""
+    if deps.small is not None:
+        result = await synthesize_episodic(deps.memory, deps.small, query, now=deps.now)
+        text = result.text
+    else:
+        try:
+            hits = await deps.memory.search(query, namespace=EPISODIC, limit=6, now=deps.now)
+        except NamespaceNotFound:
+            hits = []
+        text = "\n".join(f"- {_age(deps, h)} ago: {h.row.content}" for h in hits)
+    return f"[RELEVANT MEMORIES — synthesized]\n{text}" if text.strip() else ""

@@ -1,0 +1,87 @@
+"""What the tool modules share: refusing clearly, finding batch items, resolving people."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic_ai import RunContext
+from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from phi.agent.deps import NotificationContext, PhiDeps
+from phi.errors import PhiError
+
+__all__ = [
+    "ErrorsAsResults",
+    "batch_item",
+    "changed",
+    "errors_as_results",
+    "request_thread",
+    "resolve_person",
+]
+
+
+@dataclass
+class ErrorsAsResults(WrapperToolset[PhiDeps]):
+    """Tools' own failures (a post not found, a record refused, a network error) come back
+    to the model as the tool's result, so one bad call never ends the run."""
+
+    async def call_tool(
+        self,
+        name: str,
+        tool_args: dict[str, Any],
+        ctx: RunContext[PhiDeps],
+        tool: ToolsetTool[PhiDeps],
+    ) -> Any:
+        try:
+            return await self.wrapped.call_tool(name, tool_args, ctx, tool)
+        except PhiError as exc:
+            ctx.deps.activity.record(f"{name} failed: {exc}")
+            return f"error: {exc}"
+
+
+def errors_as_results(toolset: AbstractToolset[PhiDeps]) -> ErrorsAsResults:
+    return ErrorsAsResults(toolset)
+
+
+def batch_item(deps: PhiDeps, uri: str) -> NotificationContext | None:
+    """The batch entry whose post is `uri`, if any."""
+    if deps.batch is None:
+        return None
+    for item in deps.batch.items:
+        if item.notification.uri == uri or (item.post is not None and item.post.uri == uri):
+            return item
+    return None
+
+
+def changed(deps: PhiDeps, *blocks: str) -> None:
+    """phi just wrote something: the cached blocks derived from its writes are stale."""
+    deps.caches.invalidate("operations", "self_state", *blocks)
+
+
+async def resolve_person(deps: PhiDeps, handle_or_did: str) -> tuple[str, str]:
+    """(DID, handle) of a person: from the batch when they are in it, else the network.
+
+    Raises `NotFound` with the handle in its message when it does not resolve.
+    """
+    wanted = handle_or_did.strip().removeprefix("@")
+    if deps.batch is not None:
+        for did, handle in deps.batch.author_handles().items():
+            if wanted.lower() in (did, handle.lower()):
+                return did, handle
+    if wanted.startswith("did:"):
+        profile = await deps.client.get_profile(wanted)
+        return profile.did, profile.handle
+    return await deps.client.resolve_handle(wanted), wanted
+
+
+def request_thread(deps: PhiDeps, discussed_in: str | None) -> str | None:
+    """Where an authorization request goes: the named batch post, or the batch's only post
+    (a top-level post when neither is there)."""
+    if discussed_in is not None and batch_item(deps, discussed_in) is not None:
+        return discussed_in
+    if deps.batch is None:
+        return None
+    posts = [i.notification.uri for i in deps.batch.items if i.post is not None]
+    return posts[-1] if len(posts) == 1 else None

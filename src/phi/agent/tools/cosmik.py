@@ -1,0 +1,61 @@
+"""Tools for phi's public memory on cosmik/semble: bookmarks and connections."""
+
+from __future__ import annotations
+
+from pydantic_ai import RunContext
+from pydantic_ai.toolsets import FunctionToolset
+
+from phi.agent.deps import PhiDeps
+from phi.agent.tools._common import changed
+from phi.atproto import CosmikCard, CosmikConnection
+
+__all__ = ["cosmik_tools"]
+
+cosmik_tools = FunctionToolset[PhiDeps]()
+
+
+@cosmik_tools.tool
+async def save_url(
+    ctx: RunContext[PhiDeps], url: str, title: str | None = None, description: str | None = None
+) -> str:
+    """Bookmark a page publicly (a URL card) so you and others can find it again.
+
+    Args:
+        url: The page (http or https).
+        title: Its title.
+        description: One line on why it is worth keeping.
+    """
+    if not url.startswith(("http://", "https://")):
+        return f"refused: {url!r} is not an http(s) URL"
+    ref = await ctx.deps.client.create_record(
+        CosmikCard.bookmark(url, title=title, description=description)
+    )
+    changed(ctx.deps, "public_memory")
+    ctx.deps.activity.record(f"saved {url}")
+    return f"saved: {ref.uri}"
+
+
+@cosmik_tools.tool
+async def create_connection(
+    ctx: RunContext[PhiDeps],
+    source: str,
+    target: str,
+    connection_type: str = "RELATED",
+    note: str | None = None,
+) -> str:
+    """Publicly link two things (URLs or card URIs) and say how they relate.
+
+    Args:
+        source: Where the link starts (URL or AT-URI).
+        target: Where it points (URL or AT-URI).
+        connection_type: How they relate, e.g. RELATED, SUPPORTS, OPPOSES, EXPLAINS.
+        note: Why they belong together.
+    """
+    ref = await ctx.deps.client.create_record(
+        CosmikConnection(
+            source=source, target=target, connection_type=connection_type.upper(), note=note
+        )
+    )
+    changed(ctx.deps)
+    ctx.deps.activity.record(f"connected {source} → {target}")
+    return f"connected: {ref.uri}"

@@ -1,0 +1,129 @@
+"""`phi run` and `phi prompt --preview`: phi on its account, and the prompt it would get."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Annotated, Literal
+
+import anyio
+import typer
+
+from phi.atproto import ClientConfig
+from phi.atproto.sandbox import Sandbox, SandboxConfig
+from phi.cli._edge import console, fail, run
+from phi.config import Settings
+from phi.runtime.app import open_runtime
+from phi.runtime.main import serve_phi, stop_on_signals
+
+__all__ = ["prompt_command", "run_command"]
+
+LogFormat = Literal["text", "json"]
+
+
+class _JsonLines(logging.Formatter):
+    """One JSON object per record: time, level, logger, message (and the error, if any)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            entry["error"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def configure_logging(fmt: LogFormat, level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        _JsonLines()
+        if fmt == "json"
+        else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    )
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def _missing_account(settings: Settings) -> list[str]:
+    missing = []
+    if not settings.handle:
+        missing.append("PHI_HANDLE (phi's handle, e.g. phi.bsky.social)")
+    if settings.app_password is None:
+        missing.append("PHI_APP_PASSWORD (an app password of that account)")
+    return missing
+
+
+def run_command(
+    log_format: Annotated[
+        str, typer.Option("--log-format", help="Log lines as `text` or `json` (one object each).")
+    ] = "text",
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Run phi on its real account (PHI_HANDLE, PHI_APP_PASSWORD, optional PHI_PDS_URL)
+    until Ctrl-C or SIGTERM."""
+    if log_format not in ("text", "json"):
+        fail(f"--log-format {log_format!r}: use text or json")
+    settings = Settings()
+    missing = _missing_account(settings)
+    if missing:
+        fail("phi's account is not configured; set " + " and ".join(missing))
+    configure_logging(log_format, log_level)  # type: ignore[arg-type]
+    log = logging.getLogger("phi")
+
+    async def main() -> None:
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(stop_on_signals, stop)
+            await serve_phi(
+                settings, ClientConfig.from_settings(settings), emit=log.info, stop=stop
+            )
+            tg.cancel_scope.cancel()
+
+    run(main)
+
+
+def prompt_command(
+    preview: Annotated[
+        bool, typer.Option("--preview", help="Print the system prompt of the next run.")
+    ] = False,
+    entry: Annotated[
+        str,
+        typer.Option(help="The run: notifications (the unread ones now), musing or reflection."),
+    ] = "notifications",
+    sandbox: Annotated[
+        bool, typer.Option("--sandbox", help="phi on the running local network, not PHI_HANDLE.")
+    ] = False,
+) -> None:
+    """The exact system prompt phi would get for a run. Reads, writes nothing, marks nothing
+    seen."""
+    if not preview:
+        fail("say --preview (the only mode): phi prompt --preview [--sandbox]")
+    if entry not in ("notifications", "musing", "reflection"):
+        fail(f"--entry {entry!r}: use notifications, musing or reflection")
+    settings = Settings()
+
+    async def main() -> str:
+        if sandbox:
+            info = await Sandbox(SandboxConfig.from_settings(settings)).info()
+            local = settings.model_copy(
+                update={
+                    "memory_url": settings.memory_url or str(settings.home / "sandbox-memory.db"),
+                    "owner_handle": info.account("operator").handle,
+                }
+            )
+            config = info.client_config("phi", nsid_prefix=local.nsid_prefix)
+        else:
+            if missing := _missing_account(settings):
+                fail("phi's account is not configured; set " + " and ".join(missing))
+            local, config = settings, ClientConfig.from_settings(settings)
+        async with open_runtime(local, config) as runtime:
+            return await runtime.preview(entry)  # type: ignore[arg-type]
+
+    console.print(run(main), highlight=False, markup=False, soft_wrap=True)

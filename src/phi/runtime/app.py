@@ -1,0 +1,91 @@
+"""Assembling a running phi from settings: the client, memory, the brain, the agent, the loop.
+
+`phi run` (a real account) and `phi sandbox run` (the local network) both come through
+`open_runtime`; they differ only in the account they log in to.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from phi.agent import CORE_TOOLS, AgentConfig, build_agent
+from phi.atproto import ClientConfig, PhiClient
+from phi.config import Settings
+from phi.llm import describe_brain, is_local, resolve_model
+from phi.memory import Memory
+from phi.memory.learning import SmallModel
+from phi.memory.model import utc_now
+from phi.runtime.poller import PhiRuntime
+from phi.runtime.ratelimit import Admission
+from phi.runtime.schedules import Schedule, ScheduleConfig
+from phi.runtime.timing import TimedModel
+
+__all__ = ["Brains", "agent_config", "choose_brains", "open_runtime"]
+
+logger = logging.getLogger("phi.runtime")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Brains:
+    """Which models phi thinks with, described for the startup banner."""
+
+    agent: str
+    """One line naming the agent's model (and saying when it is the tiny local one)."""
+    memory: str
+    """The same for memory's small passes."""
+    tiny: bool
+    """The agent runs on the air-gapped tiny model: it gets only the core tools."""
+
+
+def choose_brains(settings: Settings) -> Brains:
+    memory_spec = settings.memory_model or settings.model
+    return Brains(
+        agent=describe_brain(settings.model),
+        memory=describe_brain(memory_spec),
+        tiny=is_local(settings.model),
+    )
+
+
+def agent_config(settings: Settings) -> AgentConfig:
+    return AgentConfig(
+        nsid_prefix=settings.nsid_prefix,
+        owner_handle=settings.owner_handle,
+        personality_file=settings.personality_file,
+        web_search_url=settings.web_search_url,
+    )
+
+
+@asynccontextmanager
+async def open_runtime(
+    settings: Settings,
+    client_config: ClientConfig,
+    *,
+    emit: Callable[[str], None] | None = None,
+) -> AsyncIterator[PhiRuntime]:
+    """phi logged in with `client_config`, its memory open, its brain loaded, not yet ticking."""
+    brains = choose_brains(settings)
+    config = agent_config(settings)
+    model = resolve_model(settings.model)
+    memory_model = resolve_model(settings.memory_model or settings.model)
+    timed = TimedModel(model)
+    agent = build_agent(timed, config, tools=sorted(CORE_TOOLS) if brains.tiny else None)
+    async with (
+        PhiClient(client_config) as client,
+        Memory.open(settings.resolved_memory_url()) as memory,
+    ):
+        runtime = PhiRuntime(
+            client=client,
+            memory=memory,
+            agent=agent,
+            config=config,
+            admission=Admission.from_settings(settings, self_did=client.me.did),
+            schedule=Schedule(ScheduleConfig.from_settings(settings), started_at=utc_now()),
+            small=SmallModel(model=memory_model, memory=memory),
+            poll_seconds=settings.poll_seconds,
+            emit=emit,
+            model_timer=timed,
+        )
+        yield runtime

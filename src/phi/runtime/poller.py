@@ -1,0 +1,318 @@
+"""The notification poller and the scheduled jobs: phi's one loop (seed 001).
+
+Each tick: fetch unread notifications, screen them (own, allow/deny lists, per-author rate
+limit), build the batch's context, run the agent once for the whole batch, mark the
+notifications seen, and store every reply as an interaction. Then any scheduled job that is
+due runs: a musing, the daily reflection (extraction first), a service check, a summary
+refresh. Paused, the poller neither reads nor marks notifications, so they accumulate.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import anyio
+import httpx
+
+from phi.agent import (
+    ActivityLog,
+    AgentConfig,
+    Entry,
+    PhiAgent,
+    PhiDeps,
+    PromptCaches,
+    build_batch,
+    run,
+)
+from phi.agent.deps import Batch, PhiReply
+from phi.atproto import Notification, PhiClient
+from phi.errors import PhiError
+from phi.memory import Memory, Turn, user_namespace
+from phi.memory.learning import Blocks, SmallModel, extract, refresh_summaries, review
+from phi.memory.model import utc_now
+from phi.runtime.ratelimit import Admission
+from phi.runtime.schedules import Job, Schedule, check_services, transitions
+from phi.runtime.timing import TimedModel
+
+__all__ = ["PhiRuntime", "TickReport"]
+
+logger = logging.getLogger("phi.runtime")
+
+
+@dataclass
+class TickReport:
+    """What one tick did (for logs, tests and the sandbox's stream)."""
+
+    admitted: list[Notification] = field(default_factory=list)
+    dropped: list[tuple[Notification, str]] = field(default_factory=list)
+    replies: list[PhiReply] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+    output: str | None = None
+    seconds: float = 0.0
+    """Wall time of the tick."""
+    model_seconds: float = 0.0
+    """Of which waiting on the agent's model (when it is a `TimedModel`)."""
+
+
+@dataclass(kw_only=True)
+class PhiRuntime:
+    """phi, running: the poller, the schedules and what the control API drives."""
+
+    client: PhiClient
+    memory: Memory
+    agent: PhiAgent
+    config: AgentConfig
+    admission: Admission
+    schedule: Schedule
+    small: SmallModel | None = None
+    """The memory passes' model; without one, extraction, reviews and summaries are skipped."""
+    poll_seconds: float = 10.0
+    emit: Callable[[str], None] | None = None
+    """Receives one line per thing phi does (the sandbox prints them)."""
+    clock: Callable[[], datetime] = utc_now
+    model_timer: TimedModel | None = None
+    """The agent's model, when wrapped to time it: ticks then report phi's own latency."""
+    blocks: Blocks = field(init=False)
+    caches: PromptCaches = field(default_factory=PromptCaches)
+    _paused: bool = False
+    _service_up: dict[str, bool] = field(default_factory=dict)
+    _counters: dict[str, int] = field(default_factory=dict)
+    _last_tick: datetime | None = None
+    _lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+    def __post_init__(self) -> None:
+        self.blocks = Blocks(memory=self.memory)
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def seed(self) -> None:
+        """Recover the schedule's fired state from phi's own posts (no double posts on
+        restart)."""
+        posts = await self.client.list_own_posts(limit=50)
+        self.schedule.seed_from_posts(posts, self.clock(), author_did=self.client.me.did)
+
+    async def serve(self, stop: anyio.Event) -> None:
+        """Tick every `poll_seconds` until `stop` is set; a failing tick is logged, not fatal."""
+        await self.seed()
+        while not stop.is_set():
+            try:
+                await self.tick()
+            except PhiError as exc:
+                self._count("tick_errors")
+                logger.error("tick failed: %s", exc)
+            with anyio.move_on_after(self.poll_seconds):
+                await stop.wait()
+
+    async def tick(self) -> TickReport:
+        """One pass: the notification batch, then the due scheduled jobs."""
+        async with self._lock:
+            now = self.clock()
+            self._last_tick = now
+            report = TickReport()
+            if self._paused:
+                return report
+            started = time.perf_counter()
+            model_before = self.model_timer.seconds if self.model_timer else 0.0
+            try:
+                await self._notifications(now, report)
+                for job in self.schedule.due(now):
+                    report.jobs.append(job)
+                    await self._job(job, now)
+                    self.schedule.mark(job, now)
+            finally:
+                report.seconds = time.perf_counter() - started
+                if self.model_timer is not None:
+                    report.model_seconds = self.model_timer.seconds - model_before
+            return report
+
+    # -- notifications -------------------------------------------------------------------
+
+    async def _notifications(self, now: datetime, report: TickReport) -> None:
+        page = await self.client.list_notifications(limit=50)
+        # Oldest first: the rate limit drops an author's latest, not their earliest.
+        unread = sorted(
+            (n for n in page.notifications if not n.is_read), key=lambda n: n.indexed_at
+        )
+        if not unread:
+            return
+        admitted, dropped = self.admission.screen(unread, now)
+        report.admitted = admitted
+        report.dropped = [(d.notification, d.reason) for d in dropped]
+        for d in dropped:
+            self._count("dropped")
+            logger.info(
+                "dropped %s from @%s: %s",
+                d.notification.reason,
+                d.notification.author_handle,
+                d.reason,
+            )
+        try:
+            if admitted:
+                self._say(
+                    f"{len(admitted)} new notification(s): "
+                    + ", ".join(f"{n.reason} from @{n.author_handle}" for n in admitted)
+                )
+                batch = await build_batch(
+                    self.client, self.memory, admitted, owner_handle=self.config.owner_handle
+                )
+                report.output, report.replies = await self._run("notifications", now, batch=batch)
+        finally:
+            # Seen even when the run failed: retrying a half-handled batch could reply twice.
+            await self.client.update_seen(max(n.indexed_at for n in unread))
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def deps(self, entry: Entry, now: datetime, *, batch: Batch | None = None) -> PhiDeps:
+        """The deps of one run (also what `phi prompt --preview` renders)."""
+        return PhiDeps(
+            client=self.client,
+            memory=self.memory,
+            blocks=self.blocks,
+            small=self.small,
+            config=self.config,
+            caches=self.caches,
+            entry=entry,
+            batch=batch,
+            now=now,
+            activity=ActivityLog(emit=self.emit),
+        )
+
+    async def _run(
+        self, entry: Entry, now: datetime, *, batch: Batch | None = None, **extra: Any
+    ) -> tuple[str, list[PhiReply]]:
+        deps = self.deps(entry, now, batch=batch)
+        for key, value in extra.items():
+            setattr(deps, key, value)
+        self._count(f"runs_{entry}")
+        try:
+            output = await run(self.agent, deps)
+        finally:
+            await self._remember(deps, now)
+        logger.info("%s run: %s", entry, output)
+        return output, deps.activity.posts
+
+    async def _remember(self, deps: PhiDeps, now: datetime) -> None:
+        """Store each reply with what it answered, verbatim, in that person's memory."""
+        me = self.client.me
+        for reply in deps.activity.posts:
+            if reply.to_did is None or reply.to_did == me.did or not reply.to_text:
+                continue
+            await self.memory.record_interaction(
+                [
+                    Turn(speaker=f"@{reply.to_handle}", text=reply.to_text),
+                    Turn(speaker=f"@{me.handle}", text=reply.text, by_phi=True),
+                ],
+                namespace=user_namespace(reply.to_did),
+                author=reply.to_did,
+                source_uris=[u for u in (reply.in_reply_to, reply.uri) if u],
+                thread=reply.thread_root,
+                created_at=now,
+            )
+            self._count("interactions_stored")
+
+    # -- scheduled jobs ------------------------------------------------------------------
+
+    async def _job(self, job: Job, now: datetime) -> None:
+        self._say(f"scheduled: {job}")
+        if job == "musing":
+            await self._musing(now)
+        elif job == "reflection":
+            if self.small is not None:
+                report = await extract(self.memory, self.small)
+                logger.info("reflection: extraction %s", report.counts())
+            await self._musing(now, entry="reflection")
+        elif job == "service_check":
+            await self._service_check(now)
+        elif job == "summary_refresh" and self.small is not None:
+            reports = await refresh_summaries(self.memory, self.small)
+            logger.info("summary refresh: %d people", len(reports))
+
+    async def _musing(self, now: datetime, *, entry: Entry = "musing") -> str:
+        posts = await self.client.list_own_posts(limit=1)
+        output, _ = await self._run(entry, now, last_post_text=posts[0].text if posts else None)
+        return output
+
+    async def _service_check(self, now: datetime) -> None:
+        async with httpx.AsyncClient(timeout=10) as http:
+            statuses = await check_services(self.schedule.config.health_urls, http)
+        changes = transitions(self._service_up, statuses)
+        self._service_up = {s.url: s.ok for s in statuses}
+        if changes:
+            await self._run("service_check", now, service_report="\n".join(changes))
+
+    async def preview(self, entry: Entry = "notifications") -> str:
+        """The exact system prompt the next run of `entry` would get (for a notification
+        batch: the unread notifications now, screened but not marked seen)."""
+        now = self.clock()
+        batch = None
+        if entry == "notifications":
+            page = await self.client.list_notifications(limit=50)
+            unread = sorted(
+                (n for n in page.notifications if not n.is_read), key=lambda n: n.indexed_at
+            )
+            admitted = [n for n in unread if n.author_did != self.client.me.did]
+            batch = await build_batch(
+                self.client, self.memory, admitted, owner_handle=self.config.owner_handle
+            )
+        deps = self.deps(entry, now, batch=batch)
+        if entry in ("musing", "reflection"):
+            posts = await self.client.list_own_posts(limit=1)
+            deps.last_post_text = posts[0].text if posts else None
+        dids = sorted(batch.author_dids - {self.client.me.did}) if batch else []
+        async with self.blocks.attach(dids):
+            parts = await self.agent.system_prompt_parts(deps=deps)
+        return "\n\n".join(p.content for p in parts if p.content)
+
+    # -- control API ---------------------------------------------------------------------
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    async def pause(self) -> None:
+        self._paused = True
+        self._say("paused: notifications accumulate until resume")
+
+    async def resume(self) -> None:
+        self._paused = False
+        self._say("resumed")
+
+    async def post_now(self) -> str:
+        async with self._lock:
+            now = self.clock()
+            output = await self._musing(now)
+            self.schedule.mark("musing", now)
+            return output
+
+    async def review_now(self) -> str:
+        if self.small is None:
+            return "no memory model: review needs PHI_MEMORY_MODEL (or the local model)"
+        async with self._lock:
+            outcomes = await review(self.memory, self.small)
+        kinds: dict[str, int] = {}
+        for outcome in outcomes:
+            kinds[outcome.verdict] = kinds.get(outcome.verdict, 0) + 1
+        return f"reviewed {len(outcomes)} observations: {kinds or 'nothing to review'}"
+
+    async def health(self) -> dict[str, Any]:
+        return {
+            "handle": self.client.me.handle,
+            "last_tick": self._last_tick.isoformat() if self._last_tick else None,
+            "counters": dict(self._counters),
+            "services": dict(self._service_up),
+        }
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _count(self, name: str) -> None:
+        self._counters[name] = self._counters.get(name, 0) + 1
+
+    def _say(self, line: str) -> None:
+        logger.info(line)
+        if self.emit is not None:
+            self.emit(line)

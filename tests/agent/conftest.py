@@ -1,0 +1,73 @@
+"""phi running on the session's local network with a scripted brain."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from pydantic_ai import models
+
+from phi.agent import AgentConfig, build_agent
+from phi.atproto import PhiClient
+from phi.atproto.sandbox import Sandbox, SandboxInfo
+from phi.memory import Memory, MiniLMEmbedder
+from phi.memory.model import utc_now
+from phi.runtime.poller import PhiRuntime
+from phi.runtime.ratelimit import Admission
+from phi.runtime.schedules import Schedule, ScheduleConfig
+from phi.runtime.timing import TimedModel
+
+from ._brain import Brain
+
+models.ALLOW_MODEL_REQUESTS = False
+
+OWNER = "phi-operator.test"
+
+RuntimeFactory = Callable[..., AbstractAsyncContextManager[PhiRuntime]]
+
+
+@pytest.fixture
+def runtime(
+    cast: SandboxInfo, sandbox: Sandbox, minilm: MiniLMEmbedder, tmp_path: Path
+) -> RuntimeFactory:
+    """Opens phi with a brain; notifications from earlier tests are marked seen first."""
+
+    @asynccontextmanager
+    async def open_runtime(
+        brain: Brain,
+        *,
+        schedule: ScheduleConfig | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> AsyncIterator[PhiRuntime]:
+        config = AgentConfig(owner_handle=OWNER)
+        timed = TimedModel(brain.model())
+        agent = build_agent(timed, config)
+        async with (
+            PhiClient(cast.client_config("phi")) as client,
+            Memory.open(tmp_path / "memory.db", embedder=minilm) as memory,
+        ):
+            yield PhiRuntime(
+                client=client,
+                memory=memory,
+                agent=agent,
+                config=config,
+                admission=Admission(self_did=client.me.did),
+                schedule=Schedule(
+                    schedule or ScheduleConfig(musing_hours=frozenset(), reflection_hour=None),
+                    started_at=clock(),
+                ),
+                clock=clock,
+                model_timer=timed,
+            )
+
+    return open_runtime
+
+
+@pytest.fixture
+async def quiet(phi: PhiClient, sandbox: Sandbox) -> None:
+    """Start from no unread notifications (earlier tests leave some)."""
+    await sandbox.wait_for_indexing()
+    await phi.update_seen()

@@ -1,0 +1,90 @@
+"""Scheduled runs and the attention pool on the local network, with a scripted brain."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic_ai import ToolCallPart
+
+from phi.atproto import Observation, PhiClient
+from phi.atproto.observations import POOL_SIZE
+from phi.memory.model import utc_now
+from phi.runtime.schedules import ScheduleConfig
+
+from ._brain import Brain, call
+from .conftest import RuntimeFactory
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("quiet")]
+
+
+async def _top_level_posts(phi: PhiClient) -> list[str]:
+    return [p.uri for p in await phi.list_own_posts(limit=50) if p.reply_root is None]
+
+
+async def test_restart_after_a_musing_does_not_post_again_that_hour(
+    runtime: RuntimeFactory, phi: PhiClient
+) -> None:
+    start = utc_now()
+    # this hour and the next, so a run that straddles the hour still finds its slot
+    schedule = ScheduleConfig(
+        musing_hours=frozenset({start.hour, (start.hour + 1) % 24}), reflection_hour=None
+    )
+
+    async def muse(prompt: str, step: int) -> list[ToolCallPart]:
+        return [call("post", text=f"a thought at {utc_now():%H:%M:%S.%f}")] if step == 0 else []
+
+    before = await _top_level_posts(phi)
+    first = Brain(muse)
+    async with runtime(first, schedule=schedule) as phi_runtime:
+        await phi_runtime.seed()
+        report = await phi_runtime.tick()
+        assert "musing" in report.jobs
+    after_musing = await _top_level_posts(phi)
+    assert len(after_musing) == len(before) + 1
+
+    restarted = Brain(muse)
+    async with runtime(restarted, schedule=schedule) as phi_runtime:
+        await phi_runtime.seed()
+        report = await phi_runtime.tick()
+        assert "musing" not in report.jobs
+    assert restarted.prompts == []
+    assert await _top_level_posts(phi) == after_musing
+
+
+async def test_scheduled_runs_never_pass_the_owner_gate(
+    runtime: RuntimeFactory, phi: PhiClient
+) -> None:
+    async def follow_someone(prompt: str, step: int) -> list[ToolCallPart]:
+        return [call("follow_user", handle="bob.test", why="likes boats")] if step == 0 else []
+
+    brain = Brain(follow_someone)
+    async with runtime(brain) as phi_runtime:
+        await phi_runtime.post_now()
+    assert brain.results == ["a musing run never passes the owner gate; nobody approved"]
+
+
+async def test_the_attention_pool_never_exceeds_five(
+    runtime: RuntimeFactory, phi: PhiClient
+) -> None:
+    for old in await phi.list_records(Observation):
+        await phi.delete_record(Observation, old.rkey)
+    sizes: list[int] = []
+
+    async def observe_seven_things(prompt: str, step: int) -> list[ToolCallPart]:
+        sizes.append(len(await phi.list_records(Observation)))
+        if step >= 7:
+            return []
+        return [call("observe", content=f"noticed thing {step}", reasoning="curious")]
+
+    async with runtime(Brain(observe_seven_things)) as phi_runtime:
+        await phi_runtime.post_now()
+        archived = await phi_runtime.memory.search(
+            "noticed thing", namespace="phi-observations", limit=10
+        )
+    assert sizes == [0, 1, 2, 3, 4, 5, 5, 5]
+    assert max(sizes) <= POOL_SIZE
+    remaining = sorted(o.value.content for o in await phi.list_records(Observation))
+    assert remaining == [f"noticed thing {n}" for n in range(2, 7)]
+    assert sorted(h.row.content for h in archived) == [
+        "noticed thing 0 — curious",
+        "noticed thing 1 — curious",
+    ]
