@@ -1,0 +1,87 @@
+"""phi's brain: which language model answers, from a pydantic-ai model string.
+
+`PHI_MODEL` and `PHI_MEMORY_MODEL` take any pydantic-ai model string
+(`anthropic:claude-sonnet-4-5`, `openai:gpt-5`, `test`, ...). Unset, phi runs air-gapped
+on SmolLM2-135M-Instruct in-process through llama.cpp: a tiny model for trying phi out,
+driven through `GrammarToolModel` since it cannot call tools natively.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Final
+
+from pydantic_ai import exceptions as pydantic_ai_exceptions
+from pydantic_ai.models import Model, infer_model
+
+from phi.errors import UserError
+from phi.llm._chat import ChatMessage, ChatRequest, Complete
+from phi.llm.grammar import GrammarToolModel
+from phi.llm.local import SMOLLM2_NAME, LocalLlama, LocalModelMissing, smollm2_path
+
+__all__ = [
+    "LOCAL_SPECS",
+    "ChatMessage",
+    "ChatRequest",
+    "Complete",
+    "GrammarToolModel",
+    "LocalLlama",
+    "LocalModelMissing",
+    "describe_brain",
+    "is_local",
+    "local_llama",
+    "resolve_model",
+    "smollm2_path",
+]
+
+LOCAL_SPECS: Final = frozenset({"", "local", "smollm2"})
+"""Model strings (besides none) that mean the air-gapped local model."""
+
+_ACCEPTED: Final = (
+    "a pydantic-ai model string such as 'anthropic:claude-sonnet-4-5', 'openai:gpt-5' or "
+    "'test', or 'local' / 'smollm2' (or nothing) for the air-gapped local model"
+)
+
+
+def is_local(spec: str | None) -> bool:
+    """Whether `spec` means the air-gapped local model."""
+    return spec is None or spec.strip().lower() in LOCAL_SPECS
+
+
+@functools.cache
+def local_llama() -> LocalLlama:
+    """The process's one `LocalLlama` over SmolLM2 (loaded on its first request)."""
+    return LocalLlama()
+
+
+def resolve_model(spec: str | None) -> Model:
+    """The model a setting names.
+
+    Args:
+        spec: A pydantic-ai model string, or None / `""` / `local` / `smollm2` for the
+            local SmolLM2 (sharing one loaded model per process).
+
+    Raises:
+        UserError: `spec` names no model pydantic-ai knows, or its provider's package or
+            credentials are missing.
+    """
+    if is_local(spec):
+        return GrammarToolModel(local_llama().complete, model_name=SMOLLM2_NAME)
+    assert spec is not None
+    try:
+        return infer_model(spec.strip())
+    except ImportError as error:
+        raise UserError(f"model {spec!r} needs a package phi does not install: {error}") from error
+    except pydantic_ai_exceptions.UserError as error:
+        raise UserError(f"cannot use model {spec!r}: {error} (expected {_ACCEPTED})") from error
+
+
+def describe_brain(spec: str | None) -> str:
+    """One line for startup: which model answers."""
+    if is_local(spec):
+        return (
+            f"brain: {SMOLLM2_NAME} (air-gapped, in-process via llama.cpp) — a tiny model "
+            "for trying phi out; set PHI_MODEL for a real one"
+        )
+    assert spec is not None
+    return f"brain: {spec.strip()}"
