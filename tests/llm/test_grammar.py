@@ -191,7 +191,7 @@ text: "@phi what is the capital of France?"\
             },
             {
                 "role": "assistant",
-                "content": '{"tool": "reply_to", "arguments": {"uri": "at://did:plc:alice/post/3k2a", "text": "Paris."}}',
+                "content": '{"tool": "reply_to", "arguments": {"uri": "at://did:plc:alice/post/3k2a", "text": "Paris."}}',  # noqa: E501
             },
             {"role": "user", "content": "Result of reply_to: Reply posted."},
         ]
