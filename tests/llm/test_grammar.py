@@ -13,7 +13,11 @@ from dirty_equals import IsStr
 from inline_snapshot import snapshot
 from pydantic import BaseModel
 from pydantic_ai import Agent, ModelRetry, RunContext
-from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.exceptions import (
+    ModelContextWindowExceededError,
+    ModelHTTPError,
+    UnexpectedModelBehavior,
+)
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 
 from phi.llm import ChatRequest, GrammarToolModel
@@ -512,3 +516,39 @@ async def test_no_message_is_ever_empty() -> None:
     await phi_agent(model).run(PROMPT, deps=Deps(), message_history=history)
     for request in script.requests:
         assert all(m["content"].strip() for m in request["messages"])
+
+
+async def test_a_prompt_refused_as_over_the_context_is_retried_with_half_the_budget(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    script = Script([call("like_post", uri=URI), final("Done.")])
+
+    async def small_context(request: ChatRequest) -> Mapping[str, Any]:
+        if sum(len(m["content"]) for m in request["messages"]) > 2500:
+            raise ModelHTTPError.for_category(
+                ModelContextWindowExceededError, status_code=400, model_name="scripted"
+            )
+        return await script.complete(request)
+
+    model = GrammarToolModel(small_context, model_name="scripted", max_prompt_chars=8000)
+    prompt = "START " + "z" * 20_000 + " END"
+    with caplog.at_level(logging.WARNING, logger="phi.llm"):
+        result = await phi_agent(model).run(prompt, deps=Deps())
+    assert result.output == "Done."
+    budgets = [int(m.split("budget of ")[1].split(" ")[0]) for m in caplog.messages]
+    assert budgets[:3] == [8000, 4000, 2000]
+
+
+async def test_a_prompt_always_refused_raises_after_three_retries() -> None:
+    attempts: list[int] = []
+
+    async def no_context(request: ChatRequest) -> Mapping[str, Any]:
+        attempts.append(sum(len(m["content"]) for m in request["messages"]))
+        raise ModelHTTPError.for_category(
+            ModelContextWindowExceededError, status_code=400, model_name="scripted"
+        )
+
+    model = GrammarToolModel(no_context, model_name="scripted", max_prompt_chars=8000)
+    with pytest.raises(ModelContextWindowExceededError):
+        await phi_agent(model).run("z" * 20_000, deps=Deps())
+    assert len(attempts) == 4

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPError
 
 from phi.llm import ChatRequest, LocalLlama, resolve_model
 
@@ -80,7 +80,8 @@ async def test_answers_are_reproducible(smollm2: LocalLlama) -> None:
 
 
 async def test_a_prompt_over_the_context_is_refused_not_crashed(smollm2: LocalLlama) -> None:
-    with pytest.raises(ModelHTTPError, match="exceed") as raised:
+    with pytest.raises(ModelContextWindowExceededError) as raised:
         await smollm2.complete(_request("hello world " * 9000))
+    assert isinstance(raised.value, ModelHTTPError)
     assert raised.value.status_code == 400
     assert (await smollm2.complete(_request("Name a colour.")))["choices"]

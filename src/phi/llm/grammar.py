@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, Final
 
-from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.exceptions import ModelContextWindowExceededError, UnexpectedModelBehavior
 from pydantic_ai.messages import (
     InstructionPart,
     ModelMessage,
@@ -50,6 +50,8 @@ _PROFILE: Final = ModelProfile(
 
 DEFAULT_MAX_TOKENS: Final = 512
 DEFAULT_SEED: Final = 0
+_CONTEXT_RETRIES: Final = 3
+"""Times a prompt refused as over the model's context is retried, each with half the budget."""
 
 
 class GrammarToolModel(Model):
@@ -85,7 +87,8 @@ class GrammarToolModel(Model):
             tool_first: Leave the final answer out until a tool has returned since the
                 latest user prompt: tiny models otherwise "answer" without acting.
             max_prompt_chars: Prompt budget in characters; longer conversations lose
-                their oldest middle turns first (logged as a warning).
+                their oldest middle turns first (logged as a warning). A prompt the
+                transport still refuses as over the context is retried with half the budget.
             settings: Default model settings (`temperature`, `top_p`, `seed`,
                 `max_tokens` are honoured).
         """
@@ -169,33 +172,42 @@ class GrammarToolModel(Model):
         final: bool,
         settings: ModelSettings,
     ) -> Completion:
-        chat, trimmed = trim(chat, budget=self.max_prompt_chars)
-        if trimmed is not None:
-            logger.warning(
-                "prompt over %s's budget of %d characters: left out %d earlier messages "
-                "and %d characters from the middle of long ones",
-                self.model_name,
-                self.max_prompt_chars,
-                trimmed.messages_dropped,
-                trimmed.chars_cut,
-            )
-        request: ChatRequest = {
-            "messages": chat,
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": "decision",
-                    "schema": decision_schema(tools, final_answer=final),
-                    "strict": True,
+        """One request, trimmed to the budget; refused as over the context, to half of it."""
+        budget, retries = self.max_prompt_chars, _CONTEXT_RETRIES
+        while True:
+            fitted, trimmed = trim(chat, budget=budget)
+            if trimmed is not None:
+                logger.warning(
+                    "prompt over %s's budget of %d characters: left out %d earlier messages "
+                    "and %d characters from the middle of long ones",
+                    self.model_name,
+                    budget,
+                    trimmed.messages_dropped,
+                    trimmed.chars_cut,
+                )
+            request: ChatRequest = {
+                "messages": fitted,
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {
+                        "name": "decision",
+                        "schema": decision_schema(tools, final_answer=final),
+                        "strict": True,
+                    },
                 },
-            },
-            "max_tokens": settings.get("max_tokens", DEFAULT_MAX_TOKENS),
-            "temperature": settings.get("temperature", 0.0),
-            "seed": settings.get("seed", DEFAULT_SEED),
-        }
-        if "top_p" in settings:
-            request["top_p"] = settings["top_p"]
-        return parse_completion(await self._complete(request))
+                "max_tokens": settings.get("max_tokens", DEFAULT_MAX_TOKENS),
+                "temperature": settings.get("temperature", 0.0),
+                "seed": settings.get("seed", DEFAULT_SEED),
+            }
+            if "top_p" in settings:
+                request["top_p"] = settings["top_p"]
+            try:
+                return parse_completion(await self._complete(request))
+            except ModelContextWindowExceededError:
+                if not retries:
+                    raise
+                # Characters per token vary (CJK text, URIs): halve the budget and retry.
+                budget, retries = budget // 2, retries - 1
 
 
 def _guide(tools: Sequence[ToolDefinition], final: bool) -> str:

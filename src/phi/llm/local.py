@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import anyio.to_thread
-from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.exceptions import ModelContextWindowExceededError, ModelHTTPError
 
 from phi.errors import UserError
 from phi.llm._chat import ChatRequest
@@ -117,16 +117,19 @@ class LocalLlama:
 
         Raises:
             LocalModelMissing: No model file.
-            ModelHTTPError: llama.cpp refused the request (e.g. over the context size).
+            ModelHTTPError: llama.cpp refused the request; over the context size, also a
+                `ModelContextWindowExceededError`.
         """
         body: Mapping[str, Any] = await anyio.to_thread.run_sync(self._complete_locked, request)
         error = body.get("error")
         if isinstance(error, Mapping):
-            raise ModelHTTPError(
+            kind = error.get("type")
+            raise ModelHTTPError.for_category(
+                ModelContextWindowExceededError if kind == "exceed_context_size_error" else None,
                 status_code=int(error.get("code", 500)),
                 model_name=self.name,
                 body=dict(error),
-                provider_error_type=str(error.get("type")),
+                provider_error_type=kind if isinstance(kind, str) else None,
             )
         return body
 
