@@ -22,8 +22,24 @@ from phi.atproto.errors import (
     RequestRefused,
     SessionExpired,
 )
+from phi.atproto.labels import validate_self_labels
 from phi.atproto.lexicon import Lexicons
-from phi.atproto.models import Identity, Notification, Post, PostRef, Profile, RecordRef, Thread
+from phi.atproto.models import (
+    Embed,
+    EmbedKind,
+    EmbedLink,
+    Identity,
+    MediaKind,
+    Notification,
+    Operation,
+    Post,
+    PostRef,
+    Profile,
+    QuotedPost,
+    QuoteState,
+    RecordRef,
+    Thread,
+)
 from phi.atproto.observations import AttentionPool, ObservationArchive, Observed
 from phi.atproto.records import (
     CosmikCard,
@@ -44,11 +60,15 @@ __all__ = [
     "ClientConfig",
     "CosmikCard",
     "CosmikConnection",
+    "Embed",
+    "EmbedKind",
+    "EmbedLink",
     "Facet",
     "Goal",
     "Identity",
     "InvalidRecord",
     "Lexicons",
+    "MediaKind",
     "MentionConsent",
     "MethodNotSupported",
     "NetworkUnavailable",
@@ -58,11 +78,14 @@ __all__ = [
     "Observation",
     "ObservationArchive",
     "Observed",
+    "Operation",
     "PhiClient",
     "PhiRecord",
     "Post",
     "PostRef",
     "Profile",
+    "QuoteState",
+    "QuotedPost",
     "RateLimited",
     "RecordNotFound",
     "RecordRef",
@@ -74,4 +97,5 @@ __all__ = [
     "collection_name",
     "find_facets",
     "split_text",
+    "validate_self_labels",
 ]

@@ -20,6 +20,7 @@ from atproto_client import AsyncClient, models  # type: ignore[import-untyped]
 from phi.atproto._repo import RecordMethods
 from phi.atproto._session import ClientConfig, Session
 from phi.atproto.errors import NotFound
+from phi.atproto.labels import SelfLabelMethods
 from phi.atproto.lexicon import Lexicons
 from phi.atproto.models import Identity, Notification, Post, PostRef, Profile, RecordRef, Thread
 from phi.atproto.records import MentionConsent
@@ -49,6 +50,22 @@ async def _create_post(client: AsyncClient, *, repo: str, record: Any) -> Any:
     return await client.app.bsky.feed.post.create(repo, record)
 
 
+async def _timeline_page(client: AsyncClient, *, params: Any) -> Any:
+    return await client.app.bsky.feed.get_timeline(params)
+
+
+async def _author_feed_page(client: AsyncClient, *, params: Any) -> Any:
+    return await client.app.bsky.feed.get_author_feed(params)
+
+
+async def _likes_page(client: AsyncClient, *, params: Any) -> Any:
+    return await client.app.bsky.feed.get_likes(params)
+
+
+def _page_size(limit: int, have: int) -> int:
+    return max(1, min(100, limit - have))
+
+
 def _flatten(node: object, out: list[Post]) -> None:
     """Collect the posts of a thread view: the node, its replies, recursively."""
     if not isinstance(node, models.AppBskyFeedDefs.ThreadViewPost):
@@ -58,7 +75,7 @@ def _flatten(node: object, out: list[Post]) -> None:
         _flatten(reply, out)
 
 
-class PhiClient(RecordMethods):
+class PhiClient(RecordMethods, SelfLabelMethods):
     """An async client for phi's account, opened as a context manager.
 
     Example:
@@ -168,6 +185,70 @@ class PhiClient(RecordMethods):
             parent = parent.parent
         posts.sort(key=lambda p: (p.created_at, p.uri))
         return Thread(focus=uri, posts=posts)
+
+    async def get_timeline(self, *, limit: int = 30) -> list[Post]:
+        """phi's home timeline (posts of the accounts it follows, and its own), newest first.
+
+        A repost appears as the original post; each post appears once.
+        """
+        posts: dict[str, Post] = {}
+        cursor: str | None = None
+        while len(posts) < limit:
+            params = models.AppBskyFeedGetTimeline.Params(
+                limit=_page_size(limit, len(posts)), cursor=cursor
+            )
+            page = await self._session.request(
+                partial(_timeline_page, params=params), what="getTimeline"
+            )
+            for item in page.feed:
+                posts.setdefault(item.post.uri, Post.from_view(item.post))
+            cursor = page.cursor
+            if not cursor or not page.feed:
+                break
+        return list(posts.values())[:limit]
+
+    async def list_own_posts(self, *, limit: int = 50) -> list[Post]:
+        """phi's own posts and replies, newest first; its reposts of others are left out."""
+        me = self.me.did
+        posts: dict[str, Post] = {}
+        cursor: str | None = None
+        while len(posts) < limit:
+            params = models.AppBskyFeedGetAuthorFeed.Params(
+                actor=me,
+                filter="posts_with_replies",
+                limit=_page_size(limit, len(posts)),
+                cursor=cursor,
+            )
+            page = await self._session.request(
+                partial(_author_feed_page, params=params),
+                what=f"getAuthorFeed {me!r}",
+            )
+            for item in page.feed:
+                if item.reason is None and item.post.author.did == me:
+                    posts.setdefault(item.post.uri, Post.from_view(item.post))
+            cursor = page.cursor
+            if not cursor or not page.feed:
+                break
+        return list(posts.values())[:limit]
+
+    async def get_post_likers(self, uri: str, *, limit: int = 100) -> list[Identity]:
+        """Who liked the post at `uri`, most recent like first (up to `limit` accounts)."""
+        likers: list[Identity] = []
+        cursor: str | None = None
+        while len(likers) < limit:
+            params = models.AppBskyFeedGetLikes.Params(
+                uri=uri, limit=_page_size(limit, len(likers)), cursor=cursor
+            )
+            page = await self._session.request(
+                partial(_likes_page, params=params), what=f"getLikes {uri}"
+            )
+            likers.extend(
+                Identity(did=like.actor.did, handle=like.actor.handle) for like in page.likes
+            )
+            cursor = page.cursor
+            if not cursor or not page.likes:
+                break
+        return likers[:limit]
 
     async def get_author_feed(self, actor: str, *, limit: int = 30) -> list[Post]:
         """Recent posts by `actor` (handle or DID), newest first."""

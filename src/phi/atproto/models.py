@@ -8,13 +8,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, assert_never
 
 from atproto_client import models  # type: ignore[import-untyped]
 
 from phi.atproto.text import Facet
 
-__all__ = ["Identity", "Notification", "Post", "PostRef", "Profile", "RecordRef", "Thread"]
+__all__ = [
+    "Embed",
+    "EmbedKind",
+    "EmbedLink",
+    "Identity",
+    "MediaKind",
+    "Notification",
+    "Operation",
+    "Post",
+    "PostRef",
+    "Profile",
+    "QuoteState",
+    "QuotedPost",
+    "RecordRef",
+    "Thread",
+]
 
 
 def _parse_time(value: str | None) -> datetime:
@@ -88,6 +103,191 @@ def _reply_refs(record: Any) -> tuple[PostRef | None, PostRef | None]:
     )
 
 
+EmbedKind = Literal["images", "external", "record", "record_with_media", "video"]
+"""What a post carries besides its text: pictures, a link card, a quoted post, both, a video."""
+
+MediaKind = Literal["images", "external", "video"]
+"""The media part of an embed (a `record_with_media` embed has one besides its quote)."""
+
+QuoteState = Literal["visible", "not_found", "blocked", "detached", "unresolved"]
+"""Whether a quoted record could be shown: `unresolved` when only its reference is known
+(read from a record rather than from the AppView)."""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True, kw_only=True)
+class EmbedLink:
+    """A link card (`app.bsky.embed.external`)."""
+
+    uri: str
+    """The linked page."""
+    title: str = ""
+    """The card's title (may be empty)."""
+    description: str = ""
+    """The card's description (may be empty)."""
+
+    def render(self) -> str:
+        """`[link: title — uri]`, or `[link: uri]` without a title."""
+        title = _one_line(self.title)
+        return f"[link: {title} — {self.uri}]" if title else f"[link: {self.uri}]"
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuotedPost:
+    """The record a post quotes (`app.bsky.embed.record`): usually a post.
+
+    A quoted feed, list, labeler or starter pack also lands here: `text` is then its name.
+    """
+
+    uri: str
+    """The quoted record's AT-URI."""
+    author_handle: str | None = None
+    """Its author's handle; None when not visible or unresolved."""
+    text: str | None = None
+    """Its text; None when not visible or unresolved."""
+    state: QuoteState = "visible"
+    """Whether the AppView could show it."""
+
+    def render(self) -> str:
+        """`[quote @bob: text]`, or what stands in for a record that cannot be shown."""
+        match self.state:
+            case "visible":
+                who = f" @{self.author_handle}" if self.author_handle else ""
+                return f"[quote{who}: {_one_line(self.text or '')}]"
+            case "not_found":
+                return "[quote: post not found]"
+            case "blocked":
+                return "[quote: blocked post]"
+            case "detached":
+                return "[quote: removed by its author]"
+            case "unresolved":
+                return f"[quote {self.uri}]"
+            case _:  # pragma: no cover - exhaustive
+                assert_never(self.state)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Embed:
+    """What a post embeds, independent of the SDK's view and record classes."""
+
+    kind: EmbedKind
+    """The embed's type."""
+    media_kind: MediaKind | None = None
+    """The kind of media it carries: `kind` itself for plain media, the media part of a
+    `record_with_media`, None for a bare quote."""
+    alt_texts: list[str] = field(default_factory=list)
+    """Images: one alt text per image (empty when missing); video: its alt text, if any."""
+    external: EmbedLink | None = None
+    """The link card, for `external` media."""
+    quote: QuotedPost | None = None
+    """The quoted record, for `record` and `record_with_media`."""
+
+    def render(self) -> str:
+        """One line for the model: `[quote @bob: text] [image: a crow]`, `[link: t — uri]`."""
+        parts: list[str] = []
+        if self.quote is not None:
+            parts.append(self.quote.render())
+        if self.media_kind == "images":
+            parts.extend(
+                f"[image: {_one_line(a)}]" if a.strip() else "[image]" for a in self.alt_texts
+            )
+        elif self.media_kind == "video":
+            alt = _one_line(" ".join(self.alt_texts))
+            parts.append(f"[video: {alt}]" if alt else "[video]")
+        elif self.media_kind == "external" and self.external is not None:
+            parts.append(self.external.render())
+        return " ".join(parts)
+
+
+def _media_from_view(media: Any) -> Embed | None:
+    """The media part of a post view's embed, as an `Embed` of its own kind."""
+    if isinstance(media, models.AppBskyEmbedImages.View):
+        return Embed(kind="images", media_kind="images", alt_texts=[i.alt for i in media.images])
+    if isinstance(media, models.AppBskyEmbedGallery.View):  # a newer many-image embed
+        alts = [getattr(i, "alt", None) or "" for i in media.items]
+        return Embed(kind="images", media_kind="images", alt_texts=alts)
+    if isinstance(media, models.AppBskyEmbedVideo.View):
+        return Embed(kind="video", media_kind="video", alt_texts=[media.alt] if media.alt else [])
+    if isinstance(media, models.AppBskyEmbedExternal.View):
+        card = media.external
+        link = EmbedLink(uri=card.uri, title=card.title, description=card.description)
+        return Embed(kind="external", media_kind="external", external=link)
+    return None
+
+
+def _quote_from_view(view: models.AppBskyEmbedRecord.View) -> QuotedPost:
+    record = view.record
+    uri = str(getattr(record, "uri", ""))
+    if isinstance(record, models.AppBskyEmbedRecord.ViewRecord):
+        text = getattr(record.value, "text", None) or ""
+        return QuotedPost(uri=uri, author_handle=record.author.handle, text=text)
+    if isinstance(record, models.AppBskyEmbedRecord.ViewNotFound):
+        return QuotedPost(uri=uri, state="not_found")
+    if isinstance(record, models.AppBskyEmbedRecord.ViewBlocked):
+        return QuotedPost(uri=uri, state="blocked")
+    if isinstance(record, models.AppBskyEmbedRecord.ViewDetached):
+        return QuotedPost(uri=uri, state="detached")
+    # A feed generator, list, labeler or starter pack: show its name and creator.
+    creator = getattr(record, "creator", None)
+    name = (
+        getattr(record, "display_name", None)
+        or getattr(record, "name", None)
+        or getattr(getattr(record, "record", None), "name", None)
+        or ""
+    )
+    return QuotedPost(uri=uri, author_handle=getattr(creator, "handle", None), text=str(name))
+
+
+def _embed_from_view(embed: Any) -> Embed | None:
+    """The embed of a `PostView` (None without one, or for a kind phi does not know)."""
+    if isinstance(embed, models.AppBskyEmbedRecord.View):
+        return Embed(kind="record", quote=_quote_from_view(embed))
+    if isinstance(embed, models.AppBskyEmbedRecordWithMedia.View):
+        media = _media_from_view(embed.media)
+        return Embed(
+            kind="record_with_media",
+            media_kind=media.media_kind if media else None,
+            alt_texts=media.alt_texts if media else [],
+            external=media.external if media else None,
+            quote=_quote_from_view(embed.record),
+        )
+    return _media_from_view(embed)
+
+
+def _media_from_record(media: Any) -> Embed | None:
+    if isinstance(media, models.AppBskyEmbedImages.Main):
+        return Embed(kind="images", media_kind="images", alt_texts=[i.alt for i in media.images])
+    if isinstance(media, models.AppBskyEmbedGallery.Main):
+        alts = [getattr(i, "alt", None) or "" for i in media.items]
+        return Embed(kind="images", media_kind="images", alt_texts=alts)
+    if isinstance(media, models.AppBskyEmbedVideo.Main):
+        return Embed(kind="video", media_kind="video", alt_texts=[media.alt] if media.alt else [])
+    if isinstance(media, models.AppBskyEmbedExternal.Main):
+        card = media.external
+        link = EmbedLink(uri=card.uri, title=card.title, description=card.description)
+        return Embed(kind="external", media_kind="external", external=link)
+    return None
+
+
+def _embed_from_record(embed: Any) -> Embed | None:
+    """The embed of a post record (quotes stay `unresolved`: a record holds only the URI)."""
+    if isinstance(embed, models.AppBskyEmbedRecord.Main):
+        return Embed(kind="record", quote=QuotedPost(uri=embed.record.uri, state="unresolved"))
+    if isinstance(embed, models.AppBskyEmbedRecordWithMedia.Main):
+        media = _media_from_record(embed.media)
+        return Embed(
+            kind="record_with_media",
+            media_kind=media.media_kind if media else None,
+            alt_texts=media.alt_texts if media else [],
+            external=media.external if media else None,
+            quote=QuotedPost(uri=embed.record.record.uri, state="unresolved"),
+        )
+    return _media_from_record(embed)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Post:
     """One post as the AppView shows it."""
@@ -114,11 +314,18 @@ class Post:
     """Replies seen by the AppView."""
     facets: list[Facet] = field(default_factory=list)
     """Mentions, links and hashtags in `text` (UTF-8 byte offsets)."""
+    embed: Embed | None = None
+    """Images, a link card, a quoted post or a video shown with the text."""
 
     @property
     def ref(self) -> PostRef:
         """A strong reference to this post."""
         return PostRef(uri=self.uri, cid=self.cid)
+
+    def render_embed(self) -> str:
+        """The embed as one line (`[link: title — uri]`, `[image: alt]`, `[quote @bob: text]`),
+        or an empty string when the post has none."""
+        return self.embed.render() if self.embed is not None else ""
 
     @classmethod
     def from_view(cls, view: models.AppBskyFeedDefs.PostView) -> Post:
@@ -137,6 +344,7 @@ class Post:
             like_count=view.like_count or 0,
             reply_count=view.reply_count or 0,
             facets=_facets(getattr(record, "facets", None)),
+            embed=_embed_from_view(view.embed),
         )
 
 
@@ -166,6 +374,8 @@ class Notification:
     """For replies: the thread's first post."""
     reply_parent: PostRef | None = None
     """For replies: the post replied to."""
+    embed: Embed | None = None
+    """For posts: the embed as the record has it (a quote's text is not resolved)."""
 
     @property
     def ref(self) -> PostRef:
@@ -188,6 +398,7 @@ class Notification:
             indexed_at=_parse_time(n.indexed_at),
             reply_root=root,
             reply_parent=parent,
+            embed=_embed_from_record(getattr(n.record, "embed", None)),
         )
 
 
@@ -234,5 +445,28 @@ class Thread:
     """Every visible post of the thread, in chronological order."""
 
     def render(self) -> str:
-        """The thread as phi reads it: one `@handle: text` line per post, oldest first."""
-        return "\n".join(f"@{p.author_handle}: {p.text}" for p in self.posts)
+        """The thread as phi reads it: one `@handle: text` line per post, oldest first.
+
+        A post's embed follows its text on the same line (`@bob: look [link: t — uri]`).
+        """
+        lines = []
+        for post in self.posts:
+            embed = post.render_embed()
+            lines.append(f"@{post.author_handle}: {post.text}" + (f" {embed}" if embed else ""))
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Operation:
+    """One record phi wrote to its repo, as `PhiClient.recent_operations` lists it."""
+
+    collection: str
+    """The record's collection NSID (`app.bsky.feed.post`, `io.phi.goal`...)."""
+    rkey: str
+    """Its record key."""
+    uri: str
+    """Its AT-URI."""
+    created_at: datetime
+    """The record's `createdAt`, else the time in its TID record key, else the Unix epoch."""
+    summary: str
+    """A short line: `post: first 80 chars`, `like at://...`, `follow did:...`, `goal: title`."""
