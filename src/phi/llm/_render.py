@@ -78,13 +78,10 @@ def render(messages: Sequence[ModelMessage]) -> Conversation:
                 elif isinstance(part, ToolReturnPart):
                     acted = True
                     turns.append({"role": "user", "content": _tool_return_text(part)})
-                elif isinstance(part, SystemPromptPart | RetryFeedbackPart):
-                    text = (
-                        part.content
-                        if isinstance(part, SystemPromptPart)
-                        else part.model_response()
-                    )
-                    turns.append({"role": "user", "content": text})
+                elif isinstance(part, SystemPromptPart):
+                    turns.append({"role": "user", "content": part.content})
+                elif isinstance(part, RetryFeedbackPart):
+                    turns.append({"role": "user", "content": part.model_response()})
         else:
             calls.update(call_key(part) for part in message.parts if isinstance(part, ToolCallPart))
             if text := _response_text(message):
@@ -120,9 +117,10 @@ def trim(messages: list[ChatMessage], *, budget: int) -> tuple[list[ChatMessage]
         dropped += 1
     kept = [*head, *([_note(dropped)] if dropped else []), *middle, *tail]
     cut = 0
-    for index in sorted(
+    system_last_then_longest = sorted(
         range(len(kept)), key=lambda i: (i == 0, -len(kept[i]["content"]))
-    ):  # the system prompt last, then the longest first
+    )
+    for index in system_last_then_longest:
         overflow = _size(kept) - budget
         if overflow <= 0:
             break

@@ -61,6 +61,10 @@ class GrammarToolModel(Model):
     answered, tool results as user messages), a compact tool catalogue in the system
     message, and one JSON schema as `response_format`. Temperature 0 and a fixed seed by
     default, so a run is reproducible.
+
+    Prompts for a tiny model: quote the values it must copy (`uri: "at://..."`).
+    SmolLM2 copies a quoted string exactly but drops the `at://` of a bare one; the
+    first line of each tool's docstring is all it reads about the tool.
     """
 
     # The framework's note on text that looks like its own frames costs a tiny model
@@ -131,10 +135,7 @@ class GrammarToolModel(Model):
             final = params.allow_text_output and (
                 not self.tool_first or conversation.acted or not tools
             )
-            if not tools and not final:
-                raise UnexpectedModelBehavior(
-                    f"{self.model_name} repeated every call it was offered", body=repr(messages)
-                )
+            assert tools or final, "the request allows neither a tool call nor a text answer"
             chat = [
                 ChatMessage(role="system", content="\n\n".join([*system, _guide(tools, final)])),
                 *conversation.turns,
@@ -156,6 +157,10 @@ class GrammarToolModel(Model):
                 "%s repeated a call of %r: asking without it", self.model_name, part.tool_name
             )
             tools = [tool for tool in tools if tool.name != part.tool_name]
+            if not tools and not params.allow_text_output:
+                raise UnexpectedModelBehavior(
+                    f"{self.model_name} repeated every call it was offered", body=completion.text
+                )
         return ModelResponse(
             parts=[part],
             usage=usage,
