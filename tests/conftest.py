@@ -7,6 +7,7 @@ it up unaided. If it cannot start, the fixture errors: these tests never skip.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -46,8 +47,10 @@ async def memory(tmp_path: Path, minilm: MiniLMEmbedder) -> AsyncIterator[Memory
         yield opened
 
 
-TEST_PORT = 2692
-"""Away from the default sandbox ports, so a developer's `phi sandbox up` can keep running."""
+TEST_PORT = int(os.environ.get("PHI_TEST_SANDBOX_PORT", "2692"))
+"""Away from the default sandbox ports, so a developer's `phi sandbox up` can keep running;
+`PHI_TEST_SANDBOX_PORT` moves it, so two test runs on one machine get separate networks
+(ports, state folder and database schema all follow it)."""
 
 FIRST_INSTALL_TIMEOUT = 900
 """Seconds for a test that brings the sandbox up: on a fresh clone that includes installing
@@ -61,11 +64,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.timeout(FIRST_INSTALL_TIMEOUT))
 
 
+def _schema(port: int) -> str:
+    """The database schema of the test network on `port` (dev-env allows letters and _ only)."""
+    if port == 2692:
+        return "phi_test"
+    return "phi_test_" + "".join(chr(ord("a") + int(d)) for d in str(port))
+
+
 @pytest.fixture(scope="session")
 def sandbox_home() -> Path:
     """A PHI_HOME whose `sandbox/` folder is the test network's state (stale runs get reaped)."""
     cache = Settings(_env_file=None).resolved_sandbox_cache()
-    return cache / "test-home"
+    return cache / f"test-home-{TEST_PORT}"
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +85,7 @@ def sandbox(sandbox_home: Path) -> Iterator[Sandbox]:
         cache_dir=Settings(_env_file=None).resolved_sandbox_cache(),
         state_dir=sandbox_home / "sandbox",
         base_port=TEST_PORT,
-        schema="phi_test",
+        schema=_schema(TEST_PORT),
     )
     network = Sandbox(config)
     anyio.run(network.down)  # a network left over by an interrupted run

@@ -86,6 +86,7 @@ async def test_non_consenting_handle_is_not_linked(
     async with runtime(Brain(introduce_bob)) as phi_runtime:
         report = await phi_runtime.tick()
         (reply,) = report.replies
+        await sandbox.wait_for_indexing()
         written = await phi_runtime.client.get_post(reply.uri)
     linked = {f.value for f in written.facets if f.kind == "mention"}
     assert linked == {alice.me.did}  # alice is in the conversation; bob never agreed

@@ -52,6 +52,7 @@ async def test_goal_change_needs_the_owners_like_in_an_owner_only_batch(
         assert await _goals(phi) == []
         assert brain.results[-1].startswith("not approved yet: posted an authorization request")
         (request,) = report.replies
+        await sandbox.wait_for_indexing()
         assert request.in_reply_to == ask.uri
         assert "@phi-operator.test authorization request: propose_goal_change(" in request.text
 
@@ -77,6 +78,7 @@ async def test_goal_change_needs_the_owners_like_in_an_owner_only_batch(
         (ask5,) = await operator.post("@phi.test make it make 5 friends")
         await sandbox.wait_for_indexing()
         await phi_runtime.tick()
+        await sandbox.wait_for_indexing()
         request5 = phi_runtime_last_request(brain)
         assert request5 != second_request
         await operator.like(request5)

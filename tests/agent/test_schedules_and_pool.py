@@ -7,6 +7,7 @@ from pydantic_ai import ToolCallPart
 
 from phi.atproto import Observation, PhiClient
 from phi.atproto.observations import POOL_SIZE
+from phi.atproto.sandbox import Sandbox
 from phi.memory.model import utc_now
 from phi.runtime.schedules import ScheduleConfig
 
@@ -21,7 +22,7 @@ async def _top_level_posts(phi: PhiClient) -> list[str]:
 
 
 async def test_restart_after_a_musing_does_not_post_again_that_hour(
-    runtime: RuntimeFactory, phi: PhiClient
+    runtime: RuntimeFactory, phi: PhiClient, sandbox: Sandbox
 ) -> None:
     start = utc_now()
     # this hour and the next, so a run that straddles the hour still finds its slot
@@ -38,6 +39,7 @@ async def test_restart_after_a_musing_does_not_post_again_that_hour(
         await phi_runtime.seed()
         report = await phi_runtime.tick()
         assert "musing" in report.jobs
+        await sandbox.wait_for_indexing()
     after_musing = await _top_level_posts(phi)
     assert len(after_musing) == len(before) + 1
 

@@ -7,11 +7,14 @@ a batch are attached for that run only and detached afterwards, even when the ru
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Final
 
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.models import Model
+from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
 from phi.agent.deps import AgentConfig, Entry, PhiDeps
@@ -66,7 +69,30 @@ def _toolsets(config: AgentConfig, *, only: frozenset[str] | None) -> AbstractTo
     if only is not None:
         allowed = only
         combined = combined.filtered(lambda _ctx, tool: tool.name in allowed)
-    return errors_as_results(combined)
+    return errors_as_results(combined.prepared(_batch_uris_only))
+
+
+BATCH_URI_TOOLS: Final = frozenset({"reply_to", "like_post", "repost_post"})
+"""Tools that may only touch posts of the current batch."""
+
+
+async def _batch_uris_only(
+    ctx: RunContext[PhiDeps], tools: list[ToolDefinition]
+) -> list[ToolDefinition]:
+    """Offer the batch's post URIs as the only values of `uri`, and drop these tools when
+    there is no batch: a model that decodes under a grammar (the tiny local one) then cannot
+    invent a URI, and no model sees a tool it may not use."""
+    batch = ctx.deps.batch
+    uris = sorted(batch.uris) if batch is not None else []
+    prepared = []
+    for tool in tools:
+        if tool.name not in BATCH_URI_TOOLS:
+            prepared.append(tool)
+        elif uris:
+            schema = copy.deepcopy(tool.parameters_json_schema)
+            schema["properties"]["uri"]["enum"] = uris
+            prepared.append(replace(tool, parameters_json_schema=schema))
+    return prepared
 
 
 def _as_system_prompt(name: str, block: PromptBlock) -> object:

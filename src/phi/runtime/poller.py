@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
@@ -51,6 +51,8 @@ class TickReport:
     admitted: list[Notification] = field(default_factory=list)
     dropped: list[tuple[Notification, str]] = field(default_factory=list)
     replies: list[PhiReply] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    """One line per thing phi did in the tick's runs (tool calls that acted or failed)."""
     jobs: list[Job] = field(default_factory=list)
     output: str | None = None
     seconds: float = 0.0
@@ -133,6 +135,8 @@ class PhiRuntime:
     # -- notifications -------------------------------------------------------------------
 
     async def _notifications(self, now: datetime, report: TickReport) -> None:
+        # The wall clock, not `now` (which tests may move): seen-ness is the server's time.
+        fetched_at = datetime.now(UTC)
         page = await self.client.list_notifications(limit=50)
         # Oldest first: the rate limit drops an author's latest, not their earliest.
         unread = sorted(
@@ -160,10 +164,15 @@ class PhiRuntime:
                 batch = await build_batch(
                     self.client, self.memory, admitted, owner_handle=self.config.owner_handle
                 )
-                report.output, report.replies = await self._run("notifications", now, batch=batch)
+                report.output, report.replies = await self._run(
+                    "notifications", now, batch=batch, actions=report.actions
+                )
         finally:
             # Seen even when the run failed: retrying a half-handled batch could reply twice.
-            await self.client.update_seen(max(n.indexed_at for n in unread))
+            # Up to the fetch (anything later stays unread), and past the newest fetched one
+            # in case the server's clock runs ahead of ours.
+            newest = max(n.indexed_at for n in unread)
+            await self.client.update_seen(max(fetched_at, newest + timedelta(milliseconds=1)))
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -183,9 +192,17 @@ class PhiRuntime:
         )
 
     async def _run(
-        self, entry: Entry, now: datetime, *, batch: Batch | None = None, **extra: Any
+        self,
+        entry: Entry,
+        now: datetime,
+        *,
+        batch: Batch | None = None,
+        actions: list[str] | None = None,
+        **extra: Any,
     ) -> tuple[str, list[PhiReply]]:
         deps = self.deps(entry, now, batch=batch)
+        if actions is not None:
+            deps.activity.actions = actions
         for key, value in extra.items():
             setattr(deps, key, value)
         self._count(f"runs_{entry}")

@@ -118,8 +118,7 @@ async def _operations(deps: PhiDeps) -> list[str]:
         operation_collections(deps.config.nsid_prefix), limit=10
     )
     return [
-        f"- {format_age((deps.now - op.created_at).total_seconds())} ago "
-        f"{op.collection.rsplit('.', 1)[-1]} [{op.rkey}]: {op.summary}"
+        f"- {format_age((deps.now - op.created_at).total_seconds())} ago [{op.rkey}] {op.summary}"
         for op in reversed(ops)
     ]
 

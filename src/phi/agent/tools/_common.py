@@ -22,6 +22,21 @@ __all__ = [
 ]
 
 
+READ_TOOLS = frozenset(
+    {
+        "recall",
+        "get_own_posts",
+        "search_posts",
+        "read_timeline",
+        "list_goals",
+        "user_block_view",
+        "check_urls",
+        "web_search",
+    }
+)
+"""Tools that only look: the activity stream shows their calls (the others say what they did)."""
+
+
 @dataclass
 class ErrorsAsResults(WrapperToolset[PhiDeps]):
     """Tools' own failures (a post not found, a record refused, a network error) come back
@@ -35,10 +50,15 @@ class ErrorsAsResults(WrapperToolset[PhiDeps]):
         tool: ToolsetTool[PhiDeps],
     ) -> Any:
         try:
-            return await self.wrapped.call_tool(name, tool_args, ctx, tool)
+            result = await self.wrapped.call_tool(name, tool_args, ctx, tool)
         except PhiError as exc:
             ctx.deps.activity.record(f"{name} failed: {exc}")
             return f"error: {exc}"
+        if name in READ_TOOLS or str(result).startswith("refused"):
+            shown = ", ".join(f"{k}={v!r}" for k, v in tool_args.items())
+            first = str(result).splitlines()[0] if str(result) else ""
+            ctx.deps.activity.record(f"{name}({shown}) → {first[:100]}")
+        return result
 
 
 def errors_as_results(toolset: AbstractToolset[PhiDeps]) -> ErrorsAsResults:

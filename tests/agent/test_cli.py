@@ -1,0 +1,70 @@
+"""`phi run` and `phi prompt --preview` at the command line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from typer.testing import CliRunner
+
+from phi.atproto import PhiClient
+from phi.atproto.sandbox import Sandbox, SandboxInfo
+from phi.cli import app
+
+from ..conftest import TEST_PORT
+
+
+def test_run_names_each_missing_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PHI_HANDLE", raising=False)
+    monkeypatch.delenv("PHI_APP_PASSWORD", raising=False)
+    result = CliRunner().invoke(app, ["run"])
+    assert result.exit_code == 2
+    assert "PHI_HANDLE" in result.output and "PHI_APP_PASSWORD" in result.output
+
+
+def test_prompt_needs_preview() -> None:
+    result = CliRunner().invoke(app, ["prompt"])
+    assert result.exit_code == 2
+    assert "--preview" in result.output
+
+
+def test_prompt_preview_shows_the_batch_and_marks_nothing_seen(
+    cast: SandboxInfo,
+    sandbox: Sandbox,
+    sandbox_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    async def alice_asks() -> str:
+        async with PhiClient(cast.client_config("phi")) as phi:
+            await sandbox.wait_for_indexing()
+            await phi.update_seen()
+        async with PhiClient(cast.client_config("alice")) as alice:
+            (ref,) = await alice.post("@phi.test what is the preview of your mind?")
+        await sandbox.wait_for_indexing()
+        return ref.uri
+
+    uri = anyio.run(alice_asks)
+    monkeypatch.setenv("PHI_HOME", str(sandbox_home))
+    monkeypatch.setenv("PHI_SANDBOX_PORT", str(TEST_PORT))
+    monkeypatch.setenv("PHI_MEMORY_URL", str(tmp_path / "memory.db"))
+    monkeypatch.setenv("PHI_MODEL", "test")
+    result = CliRunner().invoke(app, ["prompt", "--preview", "--sandbox"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert out.startswith("you are phi")
+    assert "[OPERATING RULES]" in out
+    assert "[YOUR INFRASTRUCTURE]\nhandle: @phi.test" in out
+    assert "[NOW]" in out
+    assert "[GOALS — io.phi.goal" in out
+    assert '→ mention from @alice.test: "@phi.test what is the preview of your mind?"' in out
+    assert f"uri: {uri}" in out
+    assert "[FIRST INTERACTION WITH @alice.test]" in out
+
+    async def still_unread() -> bool:
+        async with PhiClient(cast.client_config("phi")) as phi:
+            page = await phi.list_notifications()
+        return any(n.uri == uri and not n.is_read for n in page.notifications)
+
+    assert anyio.run(still_unread)
