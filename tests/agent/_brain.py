@@ -15,7 +15,7 @@ Decide = Callable[[str, int], Awaitable[list[ToolCallPart]]]
 """Given the system prompt and the step (0 = first answer of the run), the tool calls to make;
 none ends the run."""
 
-_MENTION = re.compile(r"→ (?:mention|reply|quote) from @(\S+): .*\n\s+uri: (at://\S+)")
+_MENTION = re.compile(r'→ (?:mention|reply|quote) from @(\S+): .*\n\s+uri: "(at://[^"]+)"')
 
 
 def mentions(prompt: str) -> list[tuple[str, str]]:

@@ -59,7 +59,7 @@ def test_prompt_preview_shows_the_batch_and_marks_nothing_seen(
     assert "[NOW]" in out
     assert "[GOALS — io.phi.goal" in out
     assert '→ mention from @alice.test: "@phi.test what is the preview of your mind?"' in out
-    assert f"uri: {uri}" in out
+    assert f'uri: "{uri}"' in out
     assert "[FIRST INTERACTION WITH @alice.test]" in out
 
     async def still_unread() -> bool:

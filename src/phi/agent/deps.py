@@ -48,6 +48,9 @@ class AgentConfig:
     """A personality to use instead of the built-in one."""
     web_search_url: str | None = None
     """Optional search integration (a GET endpoint taking `q`); absent means no web search."""
+    synthesize: bool = True
+    """Let the small model write prompt blocks (self-awareness, relevant memories). Off for
+    the tiny local model, whose syntheses are noise and would slow every batch."""
 
 
 @dataclass(frozen=True, kw_only=True)

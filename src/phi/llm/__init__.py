@@ -66,7 +66,7 @@ def resolve_model(spec: str | None) -> Model:
             credentials are missing.
     """
     if is_local(spec):
-        return GrammarToolModel(local_llama().complete, model_name=SMOLLM2_NAME)
+        return GrammarToolModel(local_llama().complete, model_name=SMOLLM2_NAME, calls_per_run=1)
     assert spec is not None
     try:
         return infer_model(spec.strip())

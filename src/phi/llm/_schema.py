@@ -18,6 +18,11 @@ __all__ = ["FINAL_ANSWER", "catalogue", "decision_schema", "example_call"]
 FINAL_ANSWER: Final = "final_answer"
 """The pseudo-tool whose `text` is the run's answer."""
 
+MAX_STRING: Final = 300
+"""Longest string the grammar lets the model write. A tiny model at temperature 0 can fall
+into a loop ("(100%) (100%) ...") until `max_tokens` cuts the JSON in half; a cap closes
+the string instead, and 300 is a whole post."""
+
 _FINAL_ANSWER_LINE: Final = f"- {FINAL_ANSWER}(text): Finish with this message as your answer."
 
 
@@ -35,13 +40,16 @@ def decision_schema(tools: Sequence[ToolDefinition], *, final_answer: bool) -> d
         local_defs: dict[str, Any] = arguments.pop("$defs", None) or {}
         renames = {name: f"{tool.name}__{name}" for name in local_defs}
         defs.update(
-            {renames[name]: _rename_refs(schema, renames) for name, schema in local_defs.items()}
+            {
+                renames[name]: _cap_strings(_rename_refs(schema, renames))
+                for name, schema in local_defs.items()
+            }
         )
-        branches.append(
-            _object({"tool": {"const": tool.name}, "arguments": _rename_refs(arguments, renames)})
-        )
+        arguments = _cap_strings(_rename_refs(arguments, renames))
+        branches.append(_object({"tool": {"const": tool.name}, "arguments": arguments}))
     if final_answer:
-        branches.append(_object({"tool": {"const": FINAL_ANSWER}, "text": {"type": "string"}}))
+        text = {"type": "string", "maxLength": MAX_STRING}
+        branches.append(_object({"tool": {"const": FINAL_ANSWER}, "text": text}))
     schema: dict[str, Any] = branches[0] if len(branches) == 1 else {"anyOf": branches}
     if defs:
         schema = {**schema, "$defs": defs}
@@ -100,3 +108,17 @@ def _rename_refs(node: Any, renames: dict[str, str]) -> Any:
     if isinstance(node, list):
         return [_rename_refs(item, renames) for item in node]
     return node
+
+
+def _cap_strings(node: Any) -> Any:
+    """`node` with `maxLength: MAX_STRING` on every free-text string (not enums, consts, or
+    strings that have their own limit)."""
+    if isinstance(node, list):
+        return [_cap_strings(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    capped = {key: _cap_strings(value) for key, value in node.items()}
+    free = not ({"enum", "const", "maxLength", "format", "pattern"} & capped.keys())
+    if capped.get("type") == "string" and free:
+        capped["maxLength"] = MAX_STRING
+    return capped

@@ -25,6 +25,7 @@ from pydantic_ai.messages import (
     ModelResponsePart,
     TextPart,
     ToolCallPart,
+    ToolReturnPart,
 )
 from pydantic_ai.models import Model, ModelRequestParameters
 from pydantic_ai.profiles import ModelProfile
@@ -78,6 +79,7 @@ class GrammarToolModel(Model):
         model_name: str,
         system: str = "local",
         tool_first: bool = True,
+        calls_per_run: int | None = None,
         max_prompt_chars: int = 12_000,
         settings: ModelSettings | None = None,
     ) -> None:
@@ -90,6 +92,9 @@ class GrammarToolModel(Model):
             system: The provider name, for `model_id` and telemetry.
             tool_first: Leave the final answer out until a tool has returned since the
                 latest user prompt: tiny models otherwise "answer" without acting.
+            calls_per_run: After this many tool calls since the latest user prompt, end
+                with the last tool's result as the answer, without asking: a tiny model
+                that has acted tends to wander through the other tools. `None`: no limit.
             max_prompt_chars: Prompt budget in characters; longer conversations lose
                 their oldest middle turns first (logged as a warning). A prompt the
                 transport still refuses as over the context is retried with half the budget.
@@ -101,6 +106,7 @@ class GrammarToolModel(Model):
         self._model_name = model_name
         self._system = system
         self.tool_first = tool_first
+        self.calls_per_run = calls_per_run
         self.max_prompt_chars = max_prompt_chars
 
     @property
@@ -130,6 +136,17 @@ class GrammarToolModel(Model):
         instructions = InstructionPart.join(self._get_instruction_parts(messages, params) or [])
         system = [*conversation.system, *([instructions] if instructions else [])]
         tools = [*params.declared_function_tools, *params.output_tools]
+        if (
+            self.calls_per_run is not None
+            and len(conversation.calls) >= self.calls_per_run
+            and params.allow_text_output
+        ):
+            return ModelResponse(
+                parts=[TextPart(f"done: {_last_result(messages)}")],
+                model_name=self.model_name,
+                provider_name=self.system,
+                finish_reason="stop",
+            )
         usage = RequestUsage()
         while True:
             final = params.allow_text_output and (
@@ -254,3 +271,12 @@ def _decision(
     raise UnexpectedModelBehavior(
         "the local model's answer calls none of the offered tools", body=text
     )
+
+
+def _last_result(messages: Sequence[ModelMessage]) -> str:
+    """The content of the newest tool return, as text."""
+    for message in reversed(messages):
+        for part in reversed(message.parts):
+            if isinstance(part, ToolReturnPart):
+                return part.model_response_str()
+    return "nothing"

@@ -55,6 +55,7 @@ def agent_config(settings: Settings) -> AgentConfig:
         owner_handle=settings.owner_handle,
         personality_file=settings.personality_file,
         web_search_url=settings.web_search_url,
+        synthesize=not is_local(settings.memory_model or settings.model),
     )
 
 

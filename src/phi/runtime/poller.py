@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import httpx
+from pydantic_ai.exceptions import AgentRunError
 
 from phi.agent import (
     ActivityLog,
@@ -208,6 +209,13 @@ class PhiRuntime:
         self._count(f"runs_{entry}")
         try:
             output = await run(self.agent, deps)
+        except AgentRunError as exc:
+            # The brain failed (an unusable answer, a provider error): what phi did before
+            # that still counts, and the next tick goes on.
+            self._count("runs_failed")
+            logger.error("%s run failed: %s", entry, exc)
+            deps.activity.record(f"the {entry} run failed: {exc}")
+            output = f"failed: {exc}"
         finally:
             await self._remember(deps, now)
         logger.info("%s run: %s", entry, output)

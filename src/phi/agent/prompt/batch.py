@@ -30,7 +30,7 @@ def _post_item(item: NotificationContext) -> list[str]:
     lines = _thread_lines(item)
     text = item.post.text if item.post is not None else n.text
     lines.append(f'  → {n.reason} from @{n.author_handle}: "{_quote(text)}"')
-    lines.append(f"    uri: {n.uri}")
+    lines.append(f'    uri: "{n.uri}"')  # quoted: small models then copy it whole
     if item.post is not None and item.post.embed is not None:
         lines.append(f"    {item.post.render_embed()}")
     return lines

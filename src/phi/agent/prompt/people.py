@@ -14,6 +14,7 @@ from phi.agent.deps import PhiDeps
 from phi.errors import NamespaceNotFound
 from phi.memory import Recalled, user_namespace
 from phi.memory.learning import EPISODIC, synthesize_episodic, user_label
+from phi.memory.learning.blocks import default_content
 from phi.memory.model import Kind
 from phi.memory.preload import format_age
 
@@ -41,9 +42,9 @@ def _line(deps: PhiDeps, kind: Kind, hit: Recalled) -> str:
     row = hit.row
     if kind == "interaction":
         body = "\n  ".join(row.content.splitlines())
-        return f"- {_age(deps, hit)} ago:\n  {body}"
+        return f"- {_age(deps, hit)}:\n  {body}"
     sources = f", {len(row.source_uris)} source(s)" if row.source_uris else ""
-    return f"- {row.content} ({_age(deps, hit)} ago{sources})"
+    return f"- {row.content} ({_age(deps, hit)}{sources})"
 
 
 async def _section(deps: PhiDeps, did: str, kind: Kind, limit: int) -> list[Recalled]:
@@ -64,8 +65,9 @@ async def _section(deps: PhiDeps, did: str, kind: Kind, limit: int) -> list[Reca
 
 async def _person(deps: PhiDeps, did: str, handle: str) -> Sequence[str]:
     out: list[str] = []
-    block = await deps.blocks.view(user_label(did))
-    if block.version > 0 and block.content.strip():
+    label = user_label(did)
+    block = await deps.blocks.view(label)
+    if block.content.strip() and block.content != default_content(label):
         out.append(f"[USER BLOCK @{handle} — your notes, {len(block.content)}/{block.limit} chars]")
         out.append(block.content.strip())
     for kind, label, limit in _SECTIONS:
@@ -96,7 +98,7 @@ async def episodic_block(deps: PhiDeps) -> str:
         query = deps.last_post_text or deps.entry
     if not query.strip():
         return ""
-    if deps.small is not None:
+    if deps.small is not None and deps.config.synthesize:
         result = await synthesize_episodic(deps.memory, deps.small, query, now=deps.now)
         text = result.text
     else:
@@ -104,5 +106,5 @@ async def episodic_block(deps: PhiDeps) -> str:
             hits = await deps.memory.search(query, namespace=EPISODIC, limit=6, now=deps.now)
         except NamespaceNotFound:
             hits = []
-        text = "\n".join(f"- {_age(deps, h)} ago: {h.row.content}" for h in hits)
+        text = "\n".join(f"- {_age(deps, h)}: {h.row.content}" for h in hits)
     return f"[RELEVANT MEMORIES — synthesized]\n{text}" if text.strip() else ""

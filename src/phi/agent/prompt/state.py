@@ -87,7 +87,7 @@ class _Critique(BaseModel):
 async def self_awareness_block(deps: PhiDeps) -> str:
     """One line of phi's own voice turned inward, about recent posts against the goals."""
     small = deps.small
-    if small is None:
+    if small is None or not deps.config.synthesize:
         return ""
     posts = await deps.client.list_own_posts(limit=10)
     if not posts:
@@ -118,7 +118,7 @@ async def _operations(deps: PhiDeps) -> list[str]:
         operation_collections(deps.config.nsid_prefix), limit=10
     )
     return [
-        f"- {format_age((deps.now - op.created_at).total_seconds())} ago [{op.rkey}] {op.summary}"
+        f"- {format_age((deps.now - op.created_at).total_seconds())} [{op.rkey}] {op.summary}"
         for op in reversed(ops)
     ]
 
@@ -140,10 +140,10 @@ async def self_state_block(deps: PhiDeps) -> str:
         parts = []
         if posts:
             parts.append(
-                f"last post: {format_age((deps.now - posts[0].created_at).total_seconds())} ago"
+                f"last post: {format_age((deps.now - posts[0].created_at).total_seconds())}"
             )
         parts.append(
-            f"last follow: {format_age((deps.now - ops[0].created_at).total_seconds())} ago"
+            f"last follow: {format_age((deps.now - ops[0].created_at).total_seconds())}"
             if ops
             else "last follow: never"
         )
@@ -161,7 +161,7 @@ async def observations_block(deps: PhiDeps) -> str:
     for s in sorted(stored, key=lambda s: s.value.created_at):
         age = format_age((deps.now - s.value.created_at).total_seconds())
         why = f" — {s.value.reasoning}" if s.value.reasoning else ""
-        lines.append(f"- [{s.rkey}] {s.value.content}{why} ({age} ago)")
+        lines.append(f"- [{s.rkey}] {s.value.content}{why} ({age})")
     return "\n".join(lines)
 
 

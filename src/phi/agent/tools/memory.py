@@ -29,7 +29,7 @@ def _render(deps: PhiDeps, hits: list[Recalled]) -> str:
     lines = []
     for h in hits:
         age = format_age((deps.now - h.row.created_at).total_seconds())
-        lines.append(f"- ({h.row.kind}, trust {h.row.trust}, {age} ago) {h.row.content}")
+        lines.append(f"- ({h.row.kind}, trust {h.row.trust}, {age}) {h.row.content}")
     return "\n".join(lines)
 
 

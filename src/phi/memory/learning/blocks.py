@@ -34,6 +34,7 @@ __all__ = [
     "AttachedBlocks",
     "Block",
     "Blocks",
+    "default_content",
     "user_label",
 ]
 
@@ -59,7 +60,8 @@ def _check_label(label: str) -> str:
     )
 
 
-def _default_content(label: str) -> str:
+def default_content(label: str) -> str:
+    """What a block holds before anything is written to it."""
     if label.startswith(_USER_PREFIX):
         return f"# User: {label.removeprefix(_USER_PREFIX)}\n\nNo information about this user yet."
     return ""
@@ -106,7 +108,7 @@ class Blocks:
         if entry is None:
             return Block(
                 label=label,
-                content=_default_content(label),
+                content=default_content(label),
                 limit=self.limit,
                 version=0,
                 updated_at=None,
