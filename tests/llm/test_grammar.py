@@ -6,7 +6,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from dirty_equals import IsStr
@@ -21,6 +21,7 @@ from pydantic_ai.exceptions import (
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 
 from phi.llm import ChatRequest, GrammarToolModel
+from phi.llm._schema import MAX_STRING
 
 pytestmark = pytest.mark.anyio
 
@@ -149,8 +150,13 @@ text: "@phi what is the capital of France?"\
                                             "uri": {
                                                 "description": "The post's AT URI.",
                                                 "type": "string",
+                                                "maxLength": MAX_STRING,
                                             },
-                                            "text": {"description": "The reply.", "type": "string"},
+                                            "text": {
+                                                "description": "The reply.",
+                                                "type": "string",
+                                                "maxLength": MAX_STRING,
+                                            },
                                         },
                                         "required": ["uri", "text"],
                                         "type": "object",
@@ -165,7 +171,9 @@ text: "@phi what is the capital of France?"\
                                     "tool": {"const": "like_post"},
                                     "arguments": {
                                         "additionalProperties": False,
-                                        "properties": {"uri": {"type": "string"}},
+                                        "properties": {
+                                            "uri": {"type": "string", "maxLength": MAX_STRING}
+                                        },
                                         "required": ["uri"],
                                         "type": "object",
                                     },
@@ -203,7 +211,10 @@ text: "@phi what is the capital of France?"\
     assert script.schemas()[1]["anyOf"][-1] == snapshot(
         {
             "type": "object",
-            "properties": {"tool": {"const": "final_answer"}, "text": {"type": "string"}},
+            "properties": {
+                "tool": {"const": "final_answer"},
+                "text": {"type": "string", "maxLength": MAX_STRING},
+            },
             "required": ["tool", "text"],
             "additionalProperties": False,
         }
@@ -283,7 +294,10 @@ async def test_with_no_tools_the_final_answer_is_the_only_branch() -> None:
     assert script.schemas() == [
         {
             "type": "object",
-            "properties": {"tool": {"const": "final_answer"}, "text": {"type": "string"}},
+            "properties": {
+                "tool": {"const": "final_answer"},
+                "text": {"type": "string", "maxLength": MAX_STRING},
+            },
             "required": ["tool", "text"],
             "additionalProperties": False,
         }
@@ -390,8 +404,13 @@ async def test_settings_reach_the_request() -> None:
                                             "uri": {
                                                 "description": "The post's AT URI.",
                                                 "type": "string",
+                                                "maxLength": MAX_STRING,
                                             },
-                                            "text": {"description": "The reply.", "type": "string"},
+                                            "text": {
+                                                "description": "The reply.",
+                                                "type": "string",
+                                                "maxLength": MAX_STRING,
+                                            },
                                         },
                                         "required": ["uri", "text"],
                                         "type": "object",
@@ -406,7 +425,9 @@ async def test_settings_reach_the_request() -> None:
                                     "tool": {"const": "like_post"},
                                     "arguments": {
                                         "additionalProperties": False,
-                                        "properties": {"uri": {"type": "string"}},
+                                        "properties": {
+                                            "uri": {"type": "string", "maxLength": MAX_STRING}
+                                        },
                                         "required": ["uri"],
                                         "type": "object",
                                     },
@@ -460,7 +481,7 @@ async def test_argument_schemas_with_definitions_are_hoisted_to_the_root() -> No
     assert schema["$defs"] == snapshot(
         {
             "plan__Place": {
-                "properties": {"name": {"type": "string"}},
+                "properties": {"name": {"type": "string", "maxLength": MAX_STRING}},
                 "required": ["name"],
                 "title": "Place",
                 "type": "object",
@@ -552,3 +573,32 @@ async def test_a_prompt_always_refused_raises_after_three_retries() -> None:
     with pytest.raises(ModelContextWindowExceededError):
         await phi_agent(model).run("z" * 20_000, deps=Deps())
     assert len(attempts) == 4
+
+
+async def test_free_text_strings_are_capped_so_a_looping_model_closes_them() -> None:
+    model, script = scripted(call("reply_to", uri="at://x", text="hi"), final("done"))
+    agent = Agent(model, system_prompt=SYSTEM)
+
+    @agent.tool_plain
+    def reply_to(uri: str, text: str, mood: Literal["warm", "dry"] = "warm") -> str:
+        """Reply to a post."""
+        return "replied"
+
+    await agent.run("hello")
+    arguments = script.schemas()[0]["properties"]["arguments"]["properties"]
+    assert arguments["text"]["maxLength"] == MAX_STRING
+    assert "maxLength" not in arguments["mood"]  # an enum is already bounded
+
+
+async def test_calls_per_run_ends_the_run_after_the_action_without_asking() -> None:
+    model, complete = scripted(call("reply_to", uri="at://x", text="hi"), calls_per_run=1)
+    agent = Agent(model, system_prompt=SYSTEM)
+
+    @agent.tool_plain
+    def reply_to(uri: str, text: str) -> str:
+        """Reply to a post."""
+        return "replied: at://reply"
+
+    result = await agent.run("hello")
+    assert result.output == "done: replied: at://reply"
+    assert len(complete.requests) == 1
