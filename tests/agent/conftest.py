@@ -11,7 +11,15 @@ import pytest
 from pydantic_ai import models
 
 from phi.agent import AgentConfig, build_agent
-from phi.atproto import PhiClient
+from phi.atproto import (
+    CosmikCard,
+    CosmikConnection,
+    Goal,
+    MentionConsent,
+    Observation,
+    PhiClient,
+    PhiRecord,
+)
 from phi.atproto.sandbox import Sandbox, SandboxInfo
 from phi.memory import Memory, MiniLMEmbedder
 from phi.memory.model import utc_now
@@ -66,8 +74,27 @@ def runtime(
     return open_runtime
 
 
+PHI_RECORDS: tuple[type[PhiRecord], ...] = (
+    Goal,
+    Observation,
+    MentionConsent,
+    CosmikCard,
+    CosmikConnection,
+)
+
+
+async def _clear_records(phi: PhiClient) -> None:
+    for kind in PHI_RECORDS:
+        for stored in await phi.list_records(kind, limit=100):
+            await phi.delete_record(kind, stored.rkey)
+
+
 @pytest.fixture
-async def quiet(phi: PhiClient, sandbox: Sandbox) -> None:
-    """Start from no unread notifications (earlier tests leave some)."""
+async def quiet(phi: PhiClient, sandbox: Sandbox) -> AsyncIterator[None]:
+    """Start from no unread notifications and none of phi's own records, and leave none of
+    those records behind (the network is shared by the whole session)."""
     await sandbox.wait_for_indexing()
     await phi.update_seen()
+    await _clear_records(phi)
+    yield
+    await _clear_records(phi)

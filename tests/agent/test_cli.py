@@ -68,3 +68,40 @@ def test_prompt_preview_shows_the_batch_and_marks_nothing_seen(
         return any(n.uri == uri and not n.is_read for n in page.notifications)
 
     assert anyio.run(still_unread)
+
+
+def test_sandbox_run_streams_a_conversation_with_the_local_brain(
+    cast: SandboxInfo,
+    sandbox: Sandbox,
+    sandbox_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The Quick start's main job, on the test network: alice opens, SmolLM2 answers."""
+
+    async def no_unread() -> None:
+        await sandbox.wait_for_indexing()
+        async with PhiClient(cast.client_config("phi")) as phi:
+            await phi.update_seen()
+
+    anyio.run(no_unread)
+    monkeypatch.setenv("PHI_HOME", str(sandbox_home))
+    monkeypatch.setenv("PHI_SANDBOX_PORT", str(TEST_PORT))
+    monkeypatch.setenv("PHI_MEMORY_URL", str(tmp_path / "memory.db"))
+    monkeypatch.setenv("PHI_CONTROL_PORT", "0")
+    for name in ("PHI_MODEL", "PHI_MEMORY_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    result = CliRunner().invoke(
+        app, ["sandbox", "run", "--until-reply", "--poll", "0.5", "--greeting", GREETING]
+    )
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "brain: SmolLM2-135M-Instruct (air-gapped" in out
+    assert "a tiny model for trying phi out" in out
+    assert f"@alice.test posted: {GREETING}" in out
+    assert "replied to @alice.test: " in out
+    assert "model" in out and "phi itself" in out  # the tick's timing line
+    assert out.rstrip().endswith("the network keeps running (phi sandbox down stops it)")
+
+
+GREETING = "@phi.test hi phi, it's alice from the sandbox test. how are you?"

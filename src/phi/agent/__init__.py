@@ -19,7 +19,7 @@ from phi.agent.deps import (
     Entry,
     NotificationContext,
     PhiDeps,
-    PhiReply,
+    PhiPost,
 )
 from phi.agent.prompt import render_system_prompt
 
@@ -36,7 +36,7 @@ __all__ = [
     "NotificationContext",
     "PhiAgent",
     "PhiDeps",
-    "PhiReply",
+    "PhiPost",
     "PromptCaches",
     "build_agent",
     "build_batch",

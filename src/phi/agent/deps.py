@@ -29,7 +29,7 @@ __all__ = [
     "Entry",
     "NotificationContext",
     "PhiDeps",
-    "PhiReply",
+    "PhiPost",
 ]
 
 Entry = Literal["notifications", "musing", "reflection", "service_check", "review", "preview"]
@@ -141,7 +141,7 @@ class Batch:
 
 
 @dataclass(frozen=True, kw_only=True)
-class PhiReply:
+class PhiPost:
     """A post phi wrote in a run, remembered as an interaction afterwards."""
 
     uri: str
@@ -162,7 +162,7 @@ class ActivityLog:
 
     emit: Callable[[str], None] | None = None
     """Called with one line per action (the sandbox streams these to the terminal)."""
-    posts: list[PhiReply] = field(default_factory=list)
+    posts: list[PhiPost] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
 
     def record(self, line: str) -> None:

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Final
 
-from phi.agent.deps import Action, Approval, NotificationContext, PhiDeps, PhiReply
+from phi.agent.deps import Action, Approval, NotificationContext, PhiDeps, PhiPost
 from phi.memory import Memory
 
 __all__ = [
@@ -73,7 +73,7 @@ async def request(deps: PhiDeps, action: Action, why: str, *, thread_uri: str | 
         at=deps.now,
     )
     deps.activity.posts.append(
-        PhiReply(
+        PhiPost(
             uri=refs[0].uri,
             text=text,
             thread_root=root_uri,

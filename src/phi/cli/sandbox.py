@@ -149,7 +149,7 @@ def run_phi(
         str, typer.Option(help="What alice says to open the conversation.")
     ] = DEFAULT_GREETING,
     until_reply: Annotated[
-        bool, typer.Option("--until-reply", help="Stop once phi has answered alice.")
+        bool, typer.Option("--until-reply", help="Stop after phi has handled alice's opening post.")
     ] = False,
     poll: Annotated[float, typer.Option(help="Seconds between notification polls.")] = 2.0,
 ) -> None:

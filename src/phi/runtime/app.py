@@ -16,6 +16,7 @@ from phi.atproto import ClientConfig, PhiClient
 from phi.config import Settings
 from phi.llm import describe_brain, is_local, resolve_model
 from phi.memory import Memory
+from phi.memory.embed import default_embedder
 from phi.memory.learning import SmallModel
 from phi.memory.model import utc_now
 from phi.runtime.poller import PhiRuntime
@@ -66,7 +67,8 @@ async def open_runtime(
     *,
     emit: Callable[[str], None] | None = None,
 ) -> AsyncIterator[PhiRuntime]:
-    """phi logged in with `client_config`, its memory open, its brain loaded, not yet ticking."""
+    """phi logged in with `client_config`, its memory open, its brain chosen (the local
+    model loads on its first request), not yet ticking."""
     brains = choose_brains(settings)
     config = agent_config(settings)
     model = resolve_model(settings.model)
@@ -75,7 +77,9 @@ async def open_runtime(
     agent = build_agent(timed, config, tools=sorted(CORE_TOOLS) if brains.tiny else None)
     async with (
         PhiClient(client_config) as client,
-        Memory.open(settings.resolved_memory_url()) as memory,
+        Memory.open(
+            settings.resolved_memory_url(), embedder=default_embedder(settings.embedder)
+        ) as memory,
     ):
         runtime = PhiRuntime(
             client=client,

@@ -30,7 +30,7 @@ from phi.agent import (
     build_batch,
     run,
 )
-from phi.agent.deps import Batch, PhiReply
+from phi.agent.deps import Batch, PhiPost
 from phi.atproto import Notification, PhiClient
 from phi.errors import PhiError
 from phi.memory import Memory, Turn, user_namespace
@@ -51,7 +51,7 @@ class TickReport:
 
     admitted: list[Notification] = field(default_factory=list)
     dropped: list[tuple[Notification, str]] = field(default_factory=list)
-    replies: list[PhiReply] = field(default_factory=list)
+    replies: list[PhiPost] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     """One line per thing phi did in the tick's runs (tool calls that acted or failed)."""
     jobs: list[Job] = field(default_factory=list)
@@ -199,13 +199,13 @@ class PhiRuntime:
         *,
         batch: Batch | None = None,
         actions: list[str] | None = None,
-        **extra: Any,
-    ) -> tuple[str, list[PhiReply]]:
+        last_post_text: str | None = None,
+        service_report: str | None = None,
+    ) -> tuple[str, list[PhiPost]]:
         deps = self.deps(entry, now, batch=batch)
+        deps.last_post_text, deps.service_report = last_post_text, service_report
         if actions is not None:
             deps.activity.actions = actions
-        for key, value in extra.items():
-            setattr(deps, key, value)
         self._count(f"runs_{entry}")
         try:
             output = await run(self.agent, deps)

@@ -4,7 +4,8 @@ conversation to watch.
 Brings the network up (installing it on first use), logs phi in as `@phi.test` with its own
 memory file, has alice mention phi, then polls and streams what phi does until Ctrl-C (or
 until phi has answered alice, with `until_reply`). The network keeps running afterwards, so
-`phi sandbox say alice ...` can go on talking to a later run.
+`phi sandbox say alice ...` can go on talking to a later run. With `until_reply`, phi stops
+after the batch that held alice's opening post, whatever it decided.
 """
 
 from __future__ import annotations
@@ -73,7 +74,10 @@ async def sandbox_run(
             report = await runtime.tick()
             if report.admitted or report.jobs:
                 emit(_timing(report))
-            if until_reply and any(r.in_reply_to == opening.uri for r in report.replies):
+            if until_reply and any(n.uri == opening.uri for n in report.admitted):
+                answered = any(r.in_reply_to == opening.uri for r in report.replies)
+                if not answered:
+                    emit("phi chose not to reply to alice this time")
                 break
             if report.replies and not until_reply and not hinted:
                 hinted = True

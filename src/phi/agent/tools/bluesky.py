@@ -6,7 +6,7 @@ from pydantic_ai import RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from phi.agent import gate
-from phi.agent.deps import Action, PhiDeps, PhiReply
+from phi.agent.deps import Action, PhiDeps, PhiPost
 from phi.agent.tools._common import batch_item, changed, request_thread, resolve_person
 from phi.atproto import Post
 
@@ -42,7 +42,7 @@ async def reply_to(ctx: RunContext[PhiDeps], uri: str, text: str) -> str:
     n = item.notification if item is not None else None
     root = item.thread_root if item is not None else uri
     deps.activity.posts.append(
-        PhiReply(
+        PhiPost(
             uri=refs[0].uri,
             text=text,
             thread_root=root,
@@ -103,7 +103,7 @@ async def post(ctx: RunContext[PhiDeps], text: str) -> str:
     deps = ctx.deps
     refs = await deps.client.post(text)
     deps.activity.posts.append(
-        PhiReply(
+        PhiPost(
             uri=refs[0].uri,
             text=text,
             thread_root=refs[0].uri,
