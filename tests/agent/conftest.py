@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 from pydantic_ai import models
+from pydantic_ai.models import Model
 
 from phi.agent import AgentConfig, build_agent
 from phi.atproto import (
@@ -41,18 +42,20 @@ RuntimeFactory = Callable[..., AbstractAsyncContextManager[PhiRuntime]]
 def runtime(
     cast: SandboxInfo, sandbox: Sandbox, minilm: MiniLMEmbedder, tmp_path: Path
 ) -> RuntimeFactory:
-    """Opens phi with a brain; notifications from earlier tests are marked seen first."""
+    """Opens phi logged in on the test network with a brain (a scripted `Brain`, or any
+    model), its own memory file, and no scheduled jobs unless given."""
 
     @asynccontextmanager
     async def open_runtime(
-        brain: Brain,
+        brain: Brain | Model,
         *,
+        tools: Sequence[str] | None = None,
         schedule: ScheduleConfig | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> AsyncIterator[PhiRuntime]:
         config = AgentConfig(owner_handle=OWNER)
-        timed = TimedModel(brain.model())
-        agent = build_agent(timed, config)
+        timed = TimedModel(brain.model() if isinstance(brain, Brain) else brain)
+        agent = build_agent(timed, config, tools=tools)
         async with (
             PhiClient(cast.client_config("phi")) as client,
             Memory.open(tmp_path / "memory.db", embedder=minilm) as memory,
