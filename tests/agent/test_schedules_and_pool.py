@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from pydantic_ai import ToolCallPart
+from pydantic_ai import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from phi.atproto import Observation, PhiClient
 from phi.atproto.observations import POOL_SIZE
 from phi.atproto.sandbox import Sandbox
+from phi.memory import Turn, user_namespace
+from phi.memory.learning import SmallModel
 from phi.memory.model import utc_now
 from phi.runtime.schedules import ScheduleConfig
 
@@ -90,3 +93,71 @@ async def test_the_attention_pool_never_exceeds_five(
         "noticed thing 0 — curious",
         "noticed thing 1 — curious",
     ]
+
+
+async def test_the_daily_reflection_runs_extraction_first(
+    runtime: RuntimeFactory, alice: PhiClient
+) -> None:
+    order: list[str] = []
+
+    def small_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        tool = info.output_tools[0]
+        if "line" in tool.parameters_json_schema["properties"]:  # the self-awareness line
+            return ModelResponse(
+                parts=[ToolCallPart(tool_name=tool.name, args={"line": "i echo too much"})]
+            )
+        assert "observations" in tool.parameters_json_schema["properties"]
+        order.append("extract")
+        fact = {"text": "likes herons", "tags": ["birds"], "exchanges": [1]}
+        return ModelResponse(
+            parts=[ToolCallPart(tool_name=tool.name, args={"observations": [fact]})]
+        )
+
+    async def reflect(prompt: str, step: int) -> list[ToolCallPart]:
+        order.append("reflection")
+        return []
+
+    moment = utc_now()  # one clock for the whole test, so the hour cannot turn under it
+    schedule = ScheduleConfig(musing_hours=frozenset(), reflection_hour=moment.hour)
+    async with runtime(Brain(reflect), schedule=schedule, clock=lambda: moment) as phi_runtime:
+        memory = phi_runtime.memory
+        phi_runtime.small = SmallModel(model=FunctionModel(small_model), memory=memory)
+        phi_runtime.schedule.mark("summary_refresh", moment)
+        await memory.record_interaction(
+            [
+                Turn(speaker="@alice.test", text="i love herons, they stand so still"),
+                Turn(speaker="@phi.test", text="patience on legs", by_phi=True),
+            ],
+            namespace=user_namespace(alice.me.did),
+            author=alice.me.did,
+        )
+        report = await phi_runtime.tick()
+        again = await phi_runtime.tick()
+        (fact,) = await memory.search(
+            "herons", namespace=user_namespace(alice.me.did), kinds=["observation"]
+        )
+    assert report.jobs == ["reflection"]
+    assert order == ["extract", "reflection"]
+    assert fact.row.content == "likes herons"
+    assert again.jobs == []  # once a day
+
+
+async def test_paused_phi_lets_notifications_accumulate(
+    runtime: RuntimeFactory, alice: PhiClient, sandbox: Sandbox
+) -> None:
+    async def stay_silent(prompt: str, step: int) -> list[ToolCallPart]:
+        return []
+
+    brain = Brain(stay_silent)
+    async with runtime(brain) as phi_runtime:
+        await phi_runtime.pause()
+        (ping,) = await alice.post("@phi.test are you there?")
+        await sandbox.wait_for_indexing()
+        paused = await phi_runtime.tick()
+        assert paused.admitted == [] and brain.prompts == []
+        page = await phi_runtime.client.list_notifications()
+        assert any(n.uri == ping.uri and not n.is_read for n in page.notifications)
+        await phi_runtime.resume()
+        resumed = await phi_runtime.tick()
+    assert [n.uri for n in resumed.admitted] == [ping.uri]
+    assert len(brain.prompts) == 1
