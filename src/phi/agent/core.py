@@ -29,7 +29,15 @@ from phi.agent.tools import (
 )
 from phi.agent.tools._common import errors_as_results
 
-__all__ = ["CORE_TOOLS", "ENTRY_PROMPTS", "PhiAgent", "build_agent", "entry_prompt", "run"]
+__all__ = [
+    "CORE_TOOLS",
+    "ENTRY_PROMPTS",
+    "PhiAgent",
+    "build_agent",
+    "entry_prompt",
+    "run",
+    "toolset_for",
+]
 
 PhiAgent = Agent[PhiDeps, str]
 
@@ -55,7 +63,11 @@ def entry_prompt(entry: Entry) -> str:
     return ENTRY_PROMPTS[entry]
 
 
-def _toolsets(config: AgentConfig, *, only: frozenset[str] | None) -> AbstractToolset[PhiDeps]:
+def toolset_for(
+    config: AgentConfig, *, only: frozenset[str] | None = None
+) -> AbstractToolset[PhiDeps]:
+    """Every tool phi has under `config` (or those named in `only`), limited to the batch's
+    posts where they touch posts, with tool failures returned as results."""
     sets: list[AbstractToolset[PhiDeps]] = [
         bluesky_tools,
         memory_tools,
@@ -115,7 +127,7 @@ def build_agent(
         deps_type=PhiDeps,
         output_type=str,
         system_prompt=base_prompt(config.personality_file),
-        toolsets=[_toolsets(config, only=frozenset(tools) if tools is not None else None)],
+        toolsets=[toolset_for(config, only=frozenset(tools) if tools is not None else None)],
     )
     for name, block in BLOCKS:
         agent.system_prompt(dynamic=True)(_as_system_prompt(name, block))  # type: ignore[arg-type]
