@@ -58,12 +58,23 @@ class ClientConfig:
         """The configuration of phi's own account, from `PHI_HANDLE`, `PHI_APP_PASSWORD`...
 
         Raises:
-            UserError: The handle or the app password is not set.
+            UserError: The handle or the app password is not set (each missing one named).
         """
         if not settings.handle or settings.app_password is None:
+            missing = [
+                name
+                for name, absent in (
+                    ("PHI_HANDLE (phi's handle, e.g. phi.bsky.social)", not settings.handle),
+                    (
+                        "PHI_APP_PASSWORD (an app password of that account)",
+                        settings.app_password is None,
+                    ),
+                )
+                if absent
+            ]
             raise UserError(
-                "phi's account is not configured: set PHI_HANDLE and PHI_APP_PASSWORD "
-                "(or use the local network: `phi sandbox up`)"
+                f"phi's account is not configured: set {' and '.join(missing)} "
+                "(or use the local network: `phi sandbox run`)"
             )
         return cls(
             pds_url=settings.pds_url,

@@ -14,6 +14,7 @@ from phi.atproto import ClientConfig
 from phi.atproto.sandbox import Sandbox, SandboxConfig
 from phi.cli._edge import console, fail, run
 from phi.config import Settings
+from phi.errors import UserError
 from phi.runtime.app import open_runtime
 from phi.runtime.main import serve_phi, stop_on_signals
 
@@ -51,15 +52,6 @@ def configure_logging(fmt: LogFormat, level: str) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def _missing_account(settings: Settings) -> list[str]:
-    missing = []
-    if not settings.handle:
-        missing.append("PHI_HANDLE (phi's handle, e.g. phi.bsky.social)")
-    if settings.app_password is None:
-        missing.append("PHI_APP_PASSWORD (an app password of that account)")
-    return missing
-
-
 def run_command(
     log_format: Annotated[
         str, typer.Option("--log-format", help="Log lines as `text` or `json` (one object each).")
@@ -71,9 +63,10 @@ def run_command(
     if log_format not in ("text", "json"):
         fail(f"--log-format {log_format!r}: use text or json")
     settings = Settings()
-    missing = _missing_account(settings)
-    if missing:
-        fail("phi's account is not configured; set " + " and ".join(missing))
+    try:
+        account = ClientConfig.from_settings(settings)
+    except UserError as exc:
+        fail(str(exc))
     configure_logging(log_format, log_level)  # type: ignore[arg-type]
     log = logging.getLogger("phi")
 
@@ -81,9 +74,7 @@ def run_command(
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(stop_on_signals, stop)
-            await serve_phi(
-                settings, ClientConfig.from_settings(settings), emit=log.info, stop=stop
-            )
+            await serve_phi(settings, account, emit=log.info, stop=stop)
             tg.cancel_scope.cancel()
 
     run(main)
@@ -120,8 +111,6 @@ def prompt_command(
             )
             config = info.client_config("phi", nsid_prefix=local.nsid_prefix)
         else:
-            if missing := _missing_account(settings):
-                fail("phi's account is not configured; set " + " and ".join(missing))
             local, config = settings, ClientConfig.from_settings(settings)
         async with open_runtime(local, config) as runtime:
             return await runtime.preview(entry)  # type: ignore[arg-type]
