@@ -2,13 +2,21 @@
 tools that decide and act inside the run (seeds 001 and 003).
 
 `build_agent(model, config)` makes the agent; an entry point builds `PhiDeps` (for a
-notification batch: `build_batch`) and calls `run(agent, deps)`. `render_system_prompt(deps)`
+notification batch: `build_batch`) and calls `run(agent, deps)`. `system_prompt(agent, deps)`
 is the exact prompt of such a run (`phi prompt --preview`).
 """
 
 from phi.agent.cache import PromptCaches
 from phi.agent.context import build_batch
-from phi.agent.core import CORE_TOOLS, ENTRY_PROMPTS, PhiAgent, build_agent, entry_prompt, run
+from phi.agent.core import (
+    CORE_TOOLS,
+    ENTRY_PROMPTS,
+    PhiAgent,
+    build_agent,
+    entry_prompt,
+    run,
+    system_prompt,
+)
 from phi.agent.deps import (
     Action,
     ActivityLog,
@@ -21,7 +29,6 @@ from phi.agent.deps import (
     PhiDeps,
     PhiPost,
 )
-from phi.agent.prompt import render_system_prompt
 
 __all__ = [
     "CORE_TOOLS",
@@ -41,6 +48,6 @@ __all__ = [
     "build_agent",
     "build_batch",
     "entry_prompt",
-    "render_system_prompt",
     "run",
+    "system_prompt",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Final
 
@@ -28,6 +29,7 @@ from phi.agent.tools import (
     web_tools,
 )
 from phi.agent.tools._common import errors_as_results
+from phi.memory.learning import AttachedBlocks
 
 __all__ = [
     "CORE_TOOLS",
@@ -36,6 +38,7 @@ __all__ = [
     "build_agent",
     "entry_prompt",
     "run",
+    "system_prompt",
     "toolset_for",
 ]
 
@@ -134,9 +137,21 @@ def build_agent(
     return agent
 
 
+def _attached(deps: PhiDeps) -> AbstractAsyncContextManager[AttachedBlocks]:
+    """The blocks of the batch's people (phi aside), attached for one run."""
+    dids = sorted(deps.batch.author_dids - {deps.client.me.did}) if deps.batch else []
+    return deps.blocks.attach(dids)
+
+
 async def run(agent: PhiAgent, deps: PhiDeps, prompt: str | None = None) -> str:
     """One run: attach the batch's people's blocks, run, detach; returns the log line."""
-    dids = sorted(deps.batch.author_dids - {deps.client.me.did}) if deps.batch else []
-    async with deps.blocks.attach(dids):
+    async with _attached(deps):
         result = await agent.run(prompt or entry_prompt(deps.entry), deps=deps)
     return result.output
+
+
+async def system_prompt(agent: PhiAgent, deps: PhiDeps) -> str:
+    """The exact system prompt `run` would send for `deps`, blocks attached as in a run."""
+    async with _attached(deps):
+        parts = await agent.system_prompt_parts(deps=deps)
+    return "\n\n".join(p.content for p in parts if p.content)

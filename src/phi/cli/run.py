@@ -17,6 +17,7 @@ from phi.config import Settings
 from phi.errors import UserError
 from phi.runtime.app import open_runtime
 from phi.runtime.main import serve_phi, stop_on_signals
+from phi.runtime.sandbox_run import sandbox_settings
 
 __all__ = ["prompt_command", "run_command"]
 
@@ -103,12 +104,7 @@ def prompt_command(
     async def main() -> str:
         if sandbox:
             info = await Sandbox(SandboxConfig.from_settings(settings)).info()
-            local = settings.model_copy(
-                update={
-                    "memory_url": settings.memory_url or str(settings.home / "sandbox-memory.db"),
-                    "owner_handle": info.account("operator").handle,
-                }
-            )
+            local = sandbox_settings(settings, info)
             config = info.client_config("phi", nsid_prefix=local.nsid_prefix)
         else:
             local, config = settings, ClientConfig.from_settings(settings)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,7 @@ from phi.agent import (
     PromptCaches,
     build_batch,
     run,
+    system_prompt,
 )
 from phi.agent.deps import Batch, PhiPost
 from phi.atproto import Notification, PhiClient
@@ -84,7 +86,7 @@ class PhiRuntime:
     caches: PromptCaches = field(default_factory=PromptCaches)
     _paused: bool = False
     _service_up: dict[str, bool] = field(default_factory=dict)
-    _counters: dict[str, int] = field(default_factory=dict)
+    _counters: Counter[str] = field(default_factory=Counter)
     _last_tick: datetime | None = None
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
 
@@ -138,11 +140,7 @@ class PhiRuntime:
     async def _notifications(self, now: datetime, report: TickReport) -> None:
         # The wall clock, not `now` (which tests may move): seen-ness is the server's time.
         fetched_at = datetime.now(UTC)
-        page = await self.client.list_notifications(limit=50)
-        # Oldest first: the rate limit drops an author's latest, not their earliest.
-        unread = sorted(
-            (n for n in page.notifications if not n.is_read), key=lambda n: n.indexed_at
-        )
+        unread = await self._unread()
         if not unread:
             return
         admitted, dropped = self.admission.screen(unread, now)
@@ -174,6 +172,11 @@ class PhiRuntime:
             # in case the server's clock runs ahead of ours.
             newest = max(n.indexed_at for n in unread)
             await self.client.update_seen(max(fetched_at, newest + timedelta(milliseconds=1)))
+
+    async def _unread(self) -> list[Notification]:
+        """Unread notifications, oldest first (so the rate limit drops an author's latest)."""
+        page = await self.client.list_notifications(limit=50)
+        return sorted((n for n in page.notifications if not n.is_read), key=lambda n: n.indexed_at)
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -257,9 +260,12 @@ class PhiRuntime:
             reports = await refresh_summaries(self.memory, self.small)
             logger.info("summary refresh: %d people", len(reports))
 
-    async def _musing(self, now: datetime, *, entry: Entry = "musing") -> str:
+    async def _last_post_text(self) -> str | None:
         posts = await self.client.list_own_posts(limit=1)
-        output, _ = await self._run(entry, now, last_post_text=posts[0].text if posts else None)
+        return posts[0].text if posts else None
+
+    async def _musing(self, now: datetime, *, entry: Entry = "musing") -> str:
+        output, _ = await self._run(entry, now, last_post_text=await self._last_post_text())
         return output
 
     async def _service_check(self, now: datetime) -> None:
@@ -276,22 +282,16 @@ class PhiRuntime:
         now = self.clock()
         batch = None
         if entry == "notifications":
-            page = await self.client.list_notifications(limit=50)
-            unread = sorted(
-                (n for n in page.notifications if not n.is_read), key=lambda n: n.indexed_at
-            )
-            admitted = [n for n in unread if n.author_did != self.client.me.did]
+            # Own ones dropped as `Admission` would; not screened by it, which would count
+            # them against the rate limit.
+            others = [n for n in await self._unread() if n.author_did != self.client.me.did]
             batch = await build_batch(
-                self.client, self.memory, admitted, owner_handle=self.config.owner_handle
+                self.client, self.memory, others, owner_handle=self.config.owner_handle
             )
         deps = self.deps(entry, now, batch=batch)
         if entry in ("musing", "reflection"):
-            posts = await self.client.list_own_posts(limit=1)
-            deps.last_post_text = posts[0].text if posts else None
-        dids = sorted(batch.author_dids - {self.client.me.did}) if batch else []
-        async with self.blocks.attach(dids):
-            parts = await self.agent.system_prompt_parts(deps=deps)
-        return "\n\n".join(p.content for p in parts if p.content)
+            deps.last_post_text = await self._last_post_text()
+        return await system_prompt(self.agent, deps)
 
     # -- control API ---------------------------------------------------------------------
 
@@ -319,9 +319,7 @@ class PhiRuntime:
             return "no memory model: review needs PHI_MEMORY_MODEL (or the local model)"
         async with self._lock:
             outcomes = await review(self.memory, self.small)
-        kinds: dict[str, int] = {}
-        for outcome in outcomes:
-            kinds[outcome.verdict] = kinds.get(outcome.verdict, 0) + 1
+        kinds = dict(Counter(outcome.verdict for outcome in outcomes))
         return f"reviewed {len(outcomes)} observations: {kinds or 'nothing to review'}"
 
     async def health(self) -> dict[str, Any]:
@@ -335,7 +333,7 @@ class PhiRuntime:
     # -- helpers -------------------------------------------------------------------------
 
     def _count(self, name: str) -> None:
-        self._counters[name] = self._counters.get(name, 0) + 1
+        self._counters[name] += 1
 
     def _say(self, line: str) -> None:
         logger.info(line)

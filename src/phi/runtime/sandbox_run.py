@@ -15,15 +15,27 @@ from collections.abc import Callable
 import anyio
 
 from phi.atproto import PhiClient
-from phi.atproto.sandbox import Sandbox, SandboxConfig
+from phi.atproto.sandbox import Sandbox, SandboxConfig, SandboxInfo
 from phi.config import Settings
 from phi.runtime.app import choose_brains, open_runtime
 from phi.runtime.main import stop_on_signals
 from phi.runtime.poller import TickReport
 
-__all__ = ["DEFAULT_GREETING", "sandbox_run"]
+__all__ = ["DEFAULT_GREETING", "sandbox_run", "sandbox_settings"]
 
 DEFAULT_GREETING = "@phi.test hi phi! i'm alice. what do you remember about me?"
+
+
+def sandbox_settings(settings: Settings, info: SandboxInfo, **update: object) -> Settings:
+    """`settings` for phi on the sandbox: its own memory file (the real account's stays
+    apart) and the cast's operator as owner."""
+    return settings.model_copy(
+        update={
+            "memory_url": settings.memory_url or str(settings.home / "sandbox-memory.db"),
+            "owner_handle": info.account("operator").handle,
+            **update,
+        }
+    )
 
 
 def _timing(report: TickReport) -> str:
@@ -46,13 +58,7 @@ async def sandbox_run(
     emit("starting the local AT Protocol network (the first run installs it: a few minutes)")
     info = await sandbox.up()
     emit(f"network up: PDS {info.pds_url}, AppView {info.appview_url}")
-    local = settings.model_copy(
-        update={
-            "memory_url": settings.memory_url or str(settings.home / "sandbox-memory.db"),
-            "owner_handle": info.account("operator").handle,
-            "poll_seconds": poll_seconds,
-        }
-    )
+    local = sandbox_settings(settings, info, poll_seconds=poll_seconds)
     brains = choose_brains(local)
     emit(brains.agent)
     stop = anyio.Event()

@@ -2,8 +2,7 @@
 
 Each block is an async function of the run's `PhiDeps` that returns "" when it does not
 apply; its cache time lives with it (`PromptCaches`). The agent registers every block as a
-dynamic system prompt, in the order of `BLOCKS`; `render_system_prompt` composes the same
-text for `phi prompt --preview`.
+dynamic system prompt, in the order of `BLOCKS` (`phi.agent.system_prompt` shows the result).
 """
 
 from __future__ import annotations
@@ -33,8 +32,6 @@ __all__ = [
     "PromptBlock",
     "base_prompt",
     "default_personality",
-    "render_blocks",
-    "render_system_prompt",
 ]
 
 PromptBlock = Callable[[PhiDeps], Awaitable[str]]
@@ -64,15 +61,3 @@ BLOCKS: Final[tuple[tuple[str, PromptBlock], ...]] = (
     ("public_memory", public_memory_block),
 )
 """The dynamic blocks, in prompt order."""
-
-
-async def render_blocks(deps: PhiDeps) -> list[tuple[str, str]]:
-    """Every block's text for this run, by name (empty ones included)."""
-    return [(name, await block(deps)) for name, block in BLOCKS]
-
-
-async def render_system_prompt(deps: PhiDeps) -> str:
-    """The exact system prompt phi gets for this run: base, then the non-empty blocks."""
-    parts = [base_prompt(deps.config.personality_file)]
-    parts.extend(text for _, text in await render_blocks(deps) if text)
-    return "\n\n".join(parts)
