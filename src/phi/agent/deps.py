@@ -101,6 +101,11 @@ class NotificationContext:
     """phi's post that was liked or reposted."""
 
     @property
+    def text(self) -> str:
+        """What the author wrote: the post as fetched, else the notification's copy."""
+        return self.post.text if self.post is not None else self.notification.text
+
+    @property
     def thread_root(self) -> str:
         n = self.notification
         if n.reply_root is not None:
@@ -131,6 +136,13 @@ class Batch:
                 found.add(item.notification.uri)
         return frozenset(found)
 
+    def item(self, uri: str) -> NotificationContext | None:
+        """The entry whose post is `uri`, if any."""
+        for item in self.items:
+            if item.notification.uri == uri or (item.post is not None and item.post.uri == uri):
+                return item
+        return None
+
     @property
     def author_dids(self) -> frozenset[str]:
         return frozenset(item.notification.author_did for item in self.items)
@@ -147,12 +159,12 @@ class PhiPost:
     uri: str
     text: str
     thread_root: str
-    in_reply_to: str | None
+    in_reply_to: str | None = None
     """The post replied to, when a reply."""
-    to_did: str | None
-    """Its author, when a reply."""
-    to_handle: str | None
-    to_text: str | None
+    to_did: str | None = None
+    """Its author, when a reply to someone in the batch."""
+    to_handle: str | None = None
+    to_text: str | None = None
     """What they said, verbatim."""
 
 
@@ -190,6 +202,11 @@ class PhiDeps:
     service_report: str | None = None
     """Results of the service check, for its run."""
     activity: ActivityLog = field(default_factory=ActivityLog)
+
+    def wrote(self, *blocks: str) -> None:
+        """phi just wrote to its PDS: the blocks derived from its writes (and `blocks`) are
+        stale."""
+        self.caches.invalidate("operations", "self_state", *blocks)
 
     @property
     def owner_handle(self) -> str | None:

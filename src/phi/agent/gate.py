@@ -55,10 +55,8 @@ async def request(deps: PhiDeps, action: Action, why: str, *, thread_uri: str | 
         return "refused: no owner is configured (PHI_OWNER_HANDLE), so gated actions never run"
     text = _request_text(owner, action, why)
     refs = await deps.client.post(text, reply_to=thread_uri)
-    root_uri = refs[0].uri
-    if thread_uri is not None:
-        parent_root = (await deps.client.get_post(thread_uri)).reply_root
-        root_uri = parent_root.uri if parent_root is not None else thread_uri
+    asked_in = deps.batch.item(thread_uri) if deps.batch and thread_uri else None
+    root_uri = asked_in.thread_root if asked_in is not None else thread_uri or refs[0].uri
     await deps.memory.store.write_state(
         REQUEST_SCOPE,
         refs[0].uri,
@@ -73,17 +71,9 @@ async def request(deps: PhiDeps, action: Action, why: str, *, thread_uri: str | 
         at=deps.now,
     )
     deps.activity.posts.append(
-        PhiPost(
-            uri=refs[0].uri,
-            text=text,
-            thread_root=root_uri,
-            in_reply_to=thread_uri,
-            to_did=None,
-            to_handle=None,
-            to_text=None,
-        )
+        PhiPost(uri=refs[0].uri, text=text, thread_root=root_uri, in_reply_to=thread_uri)
     )
-    deps.caches.invalidate("self_awareness", "operations")
+    deps.wrote("self_awareness")
     deps.activity.record(f"asked @{owner} to approve {action.describe()}: {refs[0].uri}")
     return (
         f"not approved yet: posted an authorization request ({refs[0].uri}); "

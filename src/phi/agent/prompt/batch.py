@@ -28,7 +28,7 @@ def _thread_lines(item: NotificationContext) -> list[str]:
 def _post_item(item: NotificationContext) -> list[str]:
     n = item.notification
     lines = _thread_lines(item)
-    text = item.post.text if item.post is not None else n.text
+    text = item.text
     lines.append(f'  → {n.reason} from @{n.author_handle}: "{_quote(text)}"')
     lines.append(f'    uri: "{n.uri}"')  # quoted: small models then copy it whole
     if item.post is not None and item.post.embed is not None:

@@ -9,13 +9,11 @@ from pydantic_ai import RunContext
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from phi.agent.deps import NotificationContext, PhiDeps
+from phi.agent.deps import PhiDeps
 from phi.errors import PhiError
 
 __all__ = [
     "ErrorsAsResults",
-    "batch_item",
-    "changed",
     "errors_as_results",
     "request_thread",
     "resolve_person",
@@ -65,21 +63,6 @@ def errors_as_results(toolset: AbstractToolset[PhiDeps]) -> ErrorsAsResults:
     return ErrorsAsResults(toolset)
 
 
-def batch_item(deps: PhiDeps, uri: str) -> NotificationContext | None:
-    """The batch entry whose post is `uri`, if any."""
-    if deps.batch is None:
-        return None
-    for item in deps.batch.items:
-        if item.notification.uri == uri or (item.post is not None and item.post.uri == uri):
-            return item
-    return None
-
-
-def changed(deps: PhiDeps, *blocks: str) -> None:
-    """phi just wrote something: the cached blocks derived from its writes are stale."""
-    deps.caches.invalidate("operations", "self_state", *blocks)
-
-
 async def resolve_person(deps: PhiDeps, handle_or_did: str) -> tuple[str, str]:
     """(DID, handle) of a person: from the batch when they are in it, else the network.
 
@@ -99,9 +82,9 @@ async def resolve_person(deps: PhiDeps, handle_or_did: str) -> tuple[str, str]:
 def request_thread(deps: PhiDeps, discussed_in: str | None) -> str | None:
     """Where an authorization request goes: the named batch post, or the batch's only post
     (a top-level post when neither is there)."""
-    if discussed_in is not None and batch_item(deps, discussed_in) is not None:
-        return discussed_in
     if deps.batch is None:
         return None
+    if discussed_in is not None and deps.batch.item(discussed_in) is not None:
+        return discussed_in
     posts = [i.notification.uri for i in deps.batch.items if i.post is not None]
     return posts[-1] if len(posts) == 1 else None

@@ -7,7 +7,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from phi.agent import gate
 from phi.agent.deps import Action, PhiDeps, PhiPost
-from phi.agent.tools._common import batch_item, changed, request_thread, resolve_person
+from phi.agent.tools._common import request_thread, resolve_person
 from phi.atproto import Post
 
 __all__ = ["bluesky_tools"]
@@ -33,7 +33,7 @@ async def reply_to(ctx: RunContext[PhiDeps], uri: str, text: str) -> str:
         text: What to say (long text becomes a short self-thread).
     """
     deps = ctx.deps
-    item = batch_item(deps, uri)
+    item = deps.batch.item(uri) if deps.batch is not None else None
     if deps.batch is not None and item is None:
         return f"refused: {uri} is not a post of this batch; reply only to the posts shown"
     if any(p.in_reply_to == uri for p in deps.activity.posts):
@@ -49,10 +49,10 @@ async def reply_to(ctx: RunContext[PhiDeps], uri: str, text: str) -> str:
             in_reply_to=uri,
             to_did=n.author_did if n else None,
             to_handle=n.author_handle if n else None,
-            to_text=(item.post.text if item and item.post else n.text if n else None),
+            to_text=item.text if item is not None else None,
         )
     )
-    changed(deps, "self_awareness")
+    deps.wrote("self_awareness")
     deps.activity.record(f"replied to @{n.author_handle if n else uri}: {text}")
     return f"replied: {refs[0].uri}"
 
@@ -73,7 +73,7 @@ async def like_post(ctx: RunContext[PhiDeps], uri: str) -> str:
     if (refused := _in_batch(ctx.deps, uri)) is not None:
         return refused
     ref = await ctx.deps.client.like(uri)
-    changed(ctx.deps)
+    ctx.deps.wrote()
     ctx.deps.activity.record(f"liked {uri}")
     return f"liked: {ref.uri}"
 
@@ -88,7 +88,7 @@ async def repost_post(ctx: RunContext[PhiDeps], uri: str) -> str:
     if (refused := _in_batch(ctx.deps, uri)) is not None:
         return refused
     ref = await ctx.deps.client.repost(uri)
-    changed(ctx.deps)
+    ctx.deps.wrote()
     ctx.deps.activity.record(f"reposted {uri}")
     return f"reposted: {ref.uri}"
 
@@ -102,18 +102,8 @@ async def post(ctx: RunContext[PhiDeps], text: str) -> str:
     """
     deps = ctx.deps
     refs = await deps.client.post(text)
-    deps.activity.posts.append(
-        PhiPost(
-            uri=refs[0].uri,
-            text=text,
-            thread_root=refs[0].uri,
-            in_reply_to=None,
-            to_did=None,
-            to_handle=None,
-            to_text=None,
-        )
-    )
-    changed(deps, "self_awareness")
+    deps.activity.posts.append(PhiPost(uri=refs[0].uri, text=text, thread_root=refs[0].uri))
+    deps.wrote("self_awareness")
     deps.activity.record(f"posted: {text}")
     return f"posted: {refs[0].uri}"
 
@@ -171,6 +161,6 @@ async def follow_user(
     if not verdict.passes:
         return verdict.reason
     ref = await deps.client.follow(did)
-    changed(deps)
+    deps.wrote()
     deps.activity.record(f"followed @{shown}")
     return f"followed @{shown}: {ref.uri}"

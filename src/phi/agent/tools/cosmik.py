@@ -6,7 +6,6 @@ from pydantic_ai import RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from phi.agent.deps import PhiDeps
-from phi.agent.tools._common import changed
 from phi.atproto import CosmikCard, CosmikConnection
 
 __all__ = ["cosmik_tools"]
@@ -30,7 +29,7 @@ async def save_url(
     ref = await ctx.deps.client.create_record(
         CosmikCard.bookmark(url, title=title, description=description)
     )
-    changed(ctx.deps, "public_memory")
+    ctx.deps.wrote("public_memory")
     ctx.deps.activity.record(f"saved {url}")
     return f"saved: {ref.uri}"
 
@@ -56,6 +55,6 @@ async def create_connection(
             source=source, target=target, connection_type=connection_type.upper(), note=note
         )
     )
-    changed(ctx.deps)
+    ctx.deps.wrote()
     ctx.deps.activity.record(f"connected {source} → {target}")
     return f"connected: {ref.uri}"

@@ -13,7 +13,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from phi.agent import gate
 from phi.agent.deps import Action, PhiDeps
-from phi.agent.tools._common import changed, request_thread, resolve_person
+from phi.agent.tools._common import request_thread, resolve_person
 from phi.atproto import AttentionPool, Goal, MentionConsent, Observation, StoredRecord
 from phi.memory import Memory
 
@@ -62,7 +62,7 @@ async def observe(
     observed = await _pool(ctx.deps).observe(
         Observation(content=content, reasoning=reasoning, source_uris=source_uris or [])
     )
-    changed(ctx.deps)
+    ctx.deps.wrote()
     archived = f"; archived {len(observed.archived)} older" if observed.archived else ""
     ctx.deps.activity.record(f"observed: {content}")
     return f"observed [{observed.ref.rkey}]{archived}"
@@ -76,7 +76,7 @@ async def drop_observation(ctx: RunContext[PhiDeps], rkey: str) -> str:
         rkey: Its rkey, as shown in [ACTIVE OBSERVATIONS].
     """
     await _pool(ctx.deps).drop(rkey)
-    changed(ctx.deps)
+    ctx.deps.wrote()
     ctx.deps.activity.record(f"dropped observation {rkey}")
     return f"dropped [{rkey}] (archived to memory)"
 
@@ -144,7 +144,7 @@ async def propose_goal_change(
         else:
             ref = await deps.client.create_record(goal)
         done = f"goal [{ref.rkey}] is now: {title}"
-    changed(deps, "goals", "self_awareness")
+    deps.wrote("goals", "self_awareness")
     deps.activity.record(done)
     return done
 
@@ -178,7 +178,7 @@ async def manage_mentionable(
         await deps.client.put_record(MentionConsent(handle=key, did=did, note=discussed_in), key)
     else:
         await deps.client.delete_record(MentionConsent, key)
-    changed(deps)
+    deps.wrote()
     deps.activity.record(f"mention list: {action} @{key}")
     return f"mention list: {action} @{key} done"
 
@@ -204,6 +204,6 @@ async def manage_labels(
     if not verdict.passes:
         return verdict.reason
     await deps.client.set_self_labels(wanted)
-    changed(deps)
+    deps.wrote()
     deps.activity.record(f"labels set: {wanted}")
     return f"labels are now: {', '.join(wanted) or '(none)'}"

@@ -10,7 +10,7 @@ from pydantic_ai import RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from phi.agent.deps import PhiDeps
-from phi.agent.tools._common import changed, resolve_person
+from phi.agent.tools._common import resolve_person
 from phi.agent.tools.intent import OBSERVATIONS_ARCHIVE
 from phi.atproto import CosmikCard
 from phi.errors import NamespaceNotFound
@@ -88,7 +88,7 @@ async def remember(
     done = f"remembered ({row.row_id})"
     if public:
         ref = await deps.client.create_record(CosmikCard.note(content))
-        changed(deps, "public_memory")
+        deps.wrote("public_memory")
         done += f"; public card {ref.uri}"
     deps.activity.record(f"remembered: {content}")
     return done
