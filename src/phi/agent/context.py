@@ -17,7 +17,7 @@ from phi.atproto import AtprotoError, Notification, PhiClient
 from phi.errors import InvalidInput
 from phi.memory import Memory, user_namespace
 
-__all__ = ["build_batch"]
+__all__ = ["build_batch", "with_rows"]
 
 logger = logging.getLogger("phi.agent")
 
@@ -40,13 +40,23 @@ async def _context(client: PhiClient, n: Notification) -> NotificationContext:
     return NotificationContext(notification=n)
 
 
+async def with_rows(memory: Memory, namespaces: Sequence[str]) -> list[str]:
+    """Those of `namespaces` that hold rows, each looked up by its own name (listing every
+    namespace would cost as much as there are people)."""
+    found = []
+    for name in namespaces:
+        infos = await memory.namespaces(prefix=name)
+        if any(info.namespace == name and info.rows > 0 for info in infos):
+            found.append(name)
+    return found
+
+
 async def _is_stranger(memory: Memory, did: str) -> bool:
     try:
         namespace = user_namespace(did)
     except InvalidInput:
         return False
-    known = await memory.namespaces(prefix=namespace)
-    return not any(info.namespace == namespace and info.rows > 0 for info in known)
+    return not await with_rows(memory, [namespace])
 
 
 async def build_batch(

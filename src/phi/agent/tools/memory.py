@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic_ai import RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
+from phi.agent.context import with_rows
 from phi.agent.deps import PhiDeps
 from phi.agent.tools._common import resolve_person
 from phi.agent.tools.intent import OBSERVATIONS_ARCHIVE
@@ -52,8 +53,7 @@ async def recall(
         namespaces: list[str] = [user_namespace(did)]
     else:
         namespaces = [EPISODIC, OBSERVATIONS_ARCHIVE]
-    known = {info.namespace for info in await deps.memory.namespaces()}
-    present = [n for n in namespaces if n in known]
+    present = await with_rows(deps.memory, namespaces)
     if not present:
         return f"no memories of @{handle} yet" if about else "no notes of your own yet"
     try:
