@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from phi.agent.context import with_rows
 from phi.agent.deps import PhiDeps
 from phi.errors import NamespaceNotFound
 from phi.memory import Recalled, user_namespace
@@ -47,17 +48,12 @@ def _line(deps: PhiDeps, kind: Kind, hit: Recalled) -> str:
     return f"- {row.content} ({_age(deps, hit)}{sources})"
 
 
-async def _section(deps: PhiDeps, did: str, kind: Kind, limit: int) -> list[Recalled]:
-    try:
-        hits = await deps.memory.search(
-            _query(deps, did),
-            namespace=user_namespace(did),
-            kinds=[kind],
-            limit=limit,
-            now=deps.now,
-        )
-    except NamespaceNotFound:
-        return []
+async def _section(
+    deps: PhiDeps, query: str, namespace: str, kind: Kind, limit: int
+) -> list[Recalled]:
+    hits = await deps.memory.search(
+        query, namespace=namespace, kinds=[kind], limit=limit, now=deps.now
+    )
     if kind == "interaction":  # a conversation reads in order
         hits.sort(key=lambda h: h.row.created_at)
     return hits
@@ -65,13 +61,17 @@ async def _section(deps: PhiDeps, did: str, kind: Kind, limit: int) -> list[Reca
 
 async def _person(deps: PhiDeps, did: str, handle: str) -> Sequence[str]:
     out: list[str] = []
-    label = user_label(did)
-    block = await deps.blocks.view(label)
-    if block.content.strip() and block.content != default_content(label):
+    block_label = user_label(did)
+    block = await deps.blocks.view(block_label)
+    if block.content.strip() and block.content != default_content(block_label):
         out.append(f"[USER BLOCK @{handle} — your notes, {len(block.content)}/{block.limit} chars]")
         out.append(block.content.strip())
+    namespace = user_namespace(did)
+    if not await with_rows(deps.memory, [namespace]):  # a stranger: nothing to search
+        return out
+    query = _query(deps, did)
     for kind, label, limit in _SECTIONS:
-        hits = await _section(deps, did, kind, limit)
+        hits = await _section(deps, query, namespace, kind, limit)
         if hits:
             out.append(f"[{label.format(h=handle)}]")
             out.extend(_line(deps, kind, h) for h in hits)
