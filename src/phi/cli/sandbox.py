@@ -11,11 +11,11 @@ from typing import Annotated, TypeVar
 
 import anyio
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from phi.atproto import PhiClient
 from phi.atproto.sandbox import Sandbox, SandboxConfig, SandboxInfo, wait_for_indexing
+from phi.cli._edge import console, fail
 from phi.config import Settings
 from phi.errors import PhiError
 from phi.runtime.sandbox_run import DEFAULT_GREETING, sandbox_run
@@ -28,8 +28,6 @@ sandbox_app = typer.Typer(
 )
 
 T = TypeVar("T")
-
-console = Console()
 
 
 def _sandbox() -> Sandbox:
@@ -156,8 +154,7 @@ def run_phi(
     """Start the network, run phi on it with the offline defaults, have alice talk to phi,
     and stream what phi does (Ctrl-C stops phi; the network keeps running)."""
     if poll <= 0:
-        typer.echo(f"error: --poll must be positive, got {poll}", err=True)
-        raise typer.Exit(2)
+        fail(f"--poll must be positive, got {poll}")
 
     def emit(line: str) -> None:
         stamp = datetime.now().strftime("%H:%M:%S")
