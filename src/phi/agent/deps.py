@@ -18,6 +18,7 @@ from phi.atproto import Notification, PhiClient, Post, Profile, Thread
 from phi.memory import Memory
 from phi.memory.learning import Blocks, SmallModel
 from phi.memory.model import utc_now
+from phi.memory.preload import format_age
 
 __all__ = [
     "Action",
@@ -202,6 +203,10 @@ class PhiDeps:
     service_report: str | None = None
     """Results of the service check, for its run."""
     activity: ActivityLog = field(default_factory=ActivityLog)
+
+    def age(self, moment: datetime) -> str:
+        """How long before this run `moment` was: `just now`, `5m ago`, `3d ago`..."""
+        return format_age((self.now - moment).total_seconds())
 
     def wrote(self, *blocks: str) -> None:
         """phi just wrote to its PDS: the blocks derived from its writes (and `blocks`) are

@@ -17,7 +17,6 @@ from phi.memory import Recalled, user_namespace
 from phi.memory.learning import EPISODIC, synthesize_episodic, user_label
 from phi.memory.learning.blocks import default_content
 from phi.memory.model import Kind
-from phi.memory.preload import format_age
 
 __all__ = ["episodic_block", "people_blocks"]
 
@@ -36,7 +35,7 @@ def _query(deps: PhiDeps, did: str) -> str:
 
 
 def _age(deps: PhiDeps, hit: Recalled) -> str:
-    return format_age((deps.now - hit.row.created_at).total_seconds())
+    return deps.age(hit.row.created_at)
 
 
 def _line(deps: PhiDeps, kind: Kind, hit: Recalled) -> str:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from phi.agent.deps import PhiDeps
 from phi.atproto import CosmikCard, Goal, Observation, collection_name
-from phi.memory.preload import format_age
+from phi.atproto.observations import POOL_SIZE
 
 __all__ = [
     "goals_block",
@@ -117,10 +117,7 @@ async def _operations(deps: PhiDeps) -> list[str]:
     ops = await deps.client.recent_operations(
         operation_collections(deps.config.nsid_prefix), limit=10
     )
-    return [
-        f"- {format_age((deps.now - op.created_at).total_seconds())} [{op.rkey}] {op.summary}"
-        for op in reversed(ops)
-    ]
+    return [f"- {deps.age(op.created_at)} [{op.rkey}] {op.summary}" for op in reversed(ops)]
 
 
 async def operations_block(deps: PhiDeps) -> str:
@@ -139,14 +136,8 @@ async def self_state_block(deps: PhiDeps) -> str:
         posts = await deps.client.list_own_posts(limit=1)
         parts = []
         if posts:
-            parts.append(
-                f"last post: {format_age((deps.now - posts[0].created_at).total_seconds())}"
-            )
-        parts.append(
-            f"last follow: {format_age((deps.now - ops[0].created_at).total_seconds())}"
-            if ops
-            else "last follow: never"
-        )
+            parts.append(f"last post: {deps.age(posts[0].created_at)}")
+        parts.append(f"last follow: {deps.age(ops[0].created_at)}" if ops else "last follow: never")
         return "[SELF STATE]\n" + "; ".join(parts)
 
     return await deps.caches.get("self_state", now=deps.now, ttl=CANONICAL_TTL, render=render)
@@ -157,9 +148,9 @@ async def observations_block(deps: PhiDeps) -> str:
     nsid = Observation.collection(deps.config.nsid_prefix)
     if not stored:
         return ""
-    lines = [f"[ACTIVE OBSERVATIONS — {nsid}, {len(stored)}/5, rkey in brackets]"]
+    lines = [f"[ACTIVE OBSERVATIONS — {nsid}, {len(stored)}/{POOL_SIZE}, rkey in brackets]"]
     for s in sorted(stored, key=lambda s: s.value.created_at):
-        age = format_age((deps.now - s.value.created_at).total_seconds())
+        age = deps.age(s.value.created_at)
         why = f" — {s.value.reasoning}" if s.value.reasoning else ""
         lines.append(f"- [{s.rkey}] {s.value.content}{why} ({age})")
     return "\n".join(lines)

@@ -17,7 +17,6 @@ from phi.atproto import CosmikCard
 from phi.errors import NamespaceNotFound
 from phi.memory import Recalled, user_namespace
 from phi.memory.learning import EPISODIC, user_label
-from phi.memory.preload import format_age
 
 __all__ = ["memory_tools"]
 
@@ -29,7 +28,7 @@ def _render(deps: PhiDeps, hits: list[Recalled]) -> str:
         return "nothing relevant in memory"
     lines = []
     for h in hits:
-        age = format_age((deps.now - h.row.created_at).total_seconds())
+        age = deps.age(h.row.created_at)
         lines.append(f"- ({h.row.kind}, trust {h.row.trust}, {age}) {h.row.content}")
     return "\n".join(lines)
 
