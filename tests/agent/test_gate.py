@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 from pydantic_ai import ToolCallPart
 
+from phi.agent import NotificationContext, gate
 from phi.atproto import Goal, PhiClient
 from phi.atproto.sandbox import Sandbox
 
 from ._brain import Brain, call
-from .conftest import RuntimeFactory
+from .conftest import OWNER, RuntimeFactory
 
 pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("quiet")]
 
@@ -59,6 +60,8 @@ async def test_goal_change_needs_the_owners_like_in_an_owner_only_batch(
         # 2. the owner likes the request: the next batch lets exactly that action through
         await operator.like(request.uri)
         await sandbox.wait_for_indexing()
+        the_like = await _like_on(phi, request.uri)
+        assert len(await gate.approvals_in(phi_runtime.memory, [the_like], OWNER)) == 1
         await phi_runtime.tick()
         assert (
             "[OWNER APPROVAL] @phi-operator.test liked your authorization request"
@@ -67,7 +70,9 @@ async def test_goal_change_needs_the_owners_like_in_an_owner_only_batch(
         assert brain.results[-1].startswith("goal [")
         assert await _goals(phi) == ["make 3 friends"]
 
-        # 3. the same like cannot approve twice
+        # 3. the same like cannot approve twice: were it seen again (replayed, or fetched
+        # anew), it carries no approval, and asking again posts a new request
+        assert await gate.approvals_in(phi_runtime.memory, [the_like], OWNER) == []
         await operator.post("@phi.test and again?")
         await sandbox.wait_for_indexing()
         await phi_runtime.tick()
@@ -86,9 +91,16 @@ async def test_goal_change_needs_the_owners_like_in_an_owner_only_batch(
         await sandbox.wait_for_indexing()
         report = await phi_runtime.tick()
         assert {n.author_handle for n in report.admitted} == {"phi-operator.test", "alice.test"}
-        assert brain.results[-1].startswith("refused: this batch also holds @alice.test")
+        assert "refused='this batch also holds @alice.test" in brain.results[-1]
         assert await _goals(phi) == ["make 3 friends"]
         assert ask5.uri
+
+
+async def _like_on(phi: PhiClient, subject: str) -> NotificationContext:
+    """The notification of the like on `subject`, read or not."""
+    page = await phi.list_notifications(limit=50)
+    (found,) = [n for n in page.notifications if n.reason == "like" and n.reason_subject == subject]
+    return NotificationContext(notification=found)
 
 
 def phi_runtime_last_request(brain: Brain) -> str:

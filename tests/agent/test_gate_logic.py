@@ -22,6 +22,7 @@ from phi.agent import (
     gate,
 )
 from phi.agent.core import toolset_for
+from phi.agent.outcomes import Refused
 from phi.agent.prompt.batch import notifications_block
 from phi.atproto import Identity, Notification, PostRef
 
@@ -67,43 +68,51 @@ def deps(
 
 
 def approval(action: Action = GOAL) -> Approval:
-    return Approval(action=action, request_uri="at://phi/request", thread_root="at://root")
+    return Approval(
+        action=action,
+        request_uri="at://phi/request",
+        thread_root="at://root",
+        owner_did="did:plc:phioperator",
+    )
 
 
 def test_an_approved_action_passes_in_an_owner_only_batch() -> None:
     like = notification(OWNER, "like", subject="at://phi/request")
-    verdict = gate.check(deps(like, approvals=[approval()]), GOAL)
-    assert verdict.passes and verdict.approval == approval()
+    assert gate.check(deps(like, approvals=[approval()]), GOAL) == approval()
 
 
 def test_an_approval_covers_only_the_exact_action() -> None:
     like = notification(OWNER, "like", subject="at://phi/request")
     other = Action.of("propose_goal_change", title="make 300 friends", rkey="", remove=False)
-    assert gate.check(deps(like, approvals=[approval()]), other).reason == "not approved"
+    assert gate.check(deps(like, approvals=[approval()]), other) is None
 
 
 def test_anyone_else_in_the_batch_refuses_the_action() -> None:
     like = notification(OWNER, "like", subject="at://phi/request")
     verdict = gate.check(deps(like, notification("alice.test"), approvals=[approval()]), GOAL)
-    assert not verdict.passes
-    assert verdict.reason.startswith("refused: this batch also holds @alice.test")
+    assert isinstance(verdict, Refused)
+    assert verdict.refused.startswith("this batch also holds @alice.test")
 
 
 @pytest.mark.parametrize("entry", ["musing", "reflection", "service_check"])
 def test_scheduled_runs_never_pass(entry: str) -> None:
     verdict = gate.check(deps(entry=entry), GOAL)
-    assert not verdict.passes and "never passes the owner gate" in verdict.reason
+    assert isinstance(verdict, Refused) and "never passes the owner gate" in verdict.refused
 
 
 def test_without_an_owner_nothing_passes() -> None:
     d = deps(notification(OWNER), approvals=[approval()])
     d.config = AgentConfig(owner_handle=None)
-    assert gate.check(d, GOAL).reason == "no owner is configured, so gated actions never run"
+    assert gate.check(d, GOAL) == Refused(
+        refused="no owner is configured, so gated actions never run"
+    )
 
 
 def test_actions_are_named_by_tool_and_sorted_arguments() -> None:
     assert Action.of("f", b=2, a="x") == Action.of("f", a="x", b=2)
     assert Action.of("f", a=1).describe() == "f(a='1')"
+    assert Action.of("f", a=["x", "y"]).describe() == "f(a=['x', 'y'])"
+    assert Action.of("f", a=["a", "b"]) != Action.of("f", a=["a,b"])
 
 
 def test_notifications_are_grouped_by_thread_with_quoted_uris_and_approvals() -> None:

@@ -9,11 +9,13 @@ from pydantic_ai import RunContext
 from pydantic_ai.models.test import TestModel
 
 from phi.agent import PhiDeps
+from phi.agent.outcomes import Refused
 from phi.agent.tools.memory import recall
 from phi.memory import Memory, Turn, user_namespace
 from phi.memory.learning import EPISODIC
 
-from .test_gate_logic import deps, notification
+from ._network import FakeClient
+from .test_gate_logic import OWNER, deps, notification
 
 pytestmark = pytest.mark.anyio
 
@@ -45,3 +47,36 @@ async def test_recall_says_when_there_is_nothing_yet(memory: Memory) -> None:
     assert await recall(context(memory), "herons") == "no notes of your own yet"
     await memory.remember("herons nest in colonies", namespace=EPISODIC)
     assert "herons nest in colonies" in await recall(context(memory), "herons")
+
+
+async def test_recall_about_someone_outside_the_batch_is_refused(memory: Memory) -> None:
+    """Alice is in the batch and asks about Bob: none of Bob's memory comes back."""
+    alice, bob = notification("alice.test"), notification("bob.test")
+    await memory.record_interaction(
+        [Turn(speaker="@bob.test", text="my heron is named Gerald, keep it secret")],
+        namespace=user_namespace(bob.author_did),
+        author=bob.author_did,
+    )
+    ctx = context(memory, alice)
+    ctx.deps.client = cast(Any, FakeClient(handles={"bob.test": bob.author_did}))
+    for about in ("bob.test", "@Bob.test", bob.author_did):
+        found = await recall(ctx, "heron", about=about)
+        assert "Gerald" not in str(found)
+        assert isinstance(found, Refused)
+        assert "only people in this batch" in found.refused
+
+
+async def test_recall_about_the_owner_or_phi_itself_is_allowed(memory: Memory) -> None:
+    owner = notification(OWNER)
+    await memory.record_interaction(
+        [Turn(speaker=f"@{OWNER}", text="I keep bees on the roof")],
+        namespace=user_namespace(owner.author_did),
+        author=owner.author_did,
+    )
+    await memory.remember("bees dance to give directions", namespace=EPISODIC)
+    ctx = context(memory, notification("alice.test"))
+    ctx.deps.client = cast(Any, FakeClient(handles={OWNER: owner.author_did}))
+    for about in (OWNER, owner.author_did):
+        assert "bees on the roof" in str(await recall(ctx, "bees", about=about))
+    assert "give directions" in str(await recall(ctx, "bees", about="phi.test"))
+    assert isinstance(await recall(ctx, "bees", about="did:plc:someone"), Refused)

@@ -165,7 +165,9 @@ async def test_facets_have_byte_offsets_and_honour_consent(
 
 
 async def test_search_posts(sandbox: Sandbox, phi: PhiClient) -> None:
-    await phi.post("searchable jackdaw")
+    (posted,) = await phi.post("searchable jackdaw")
+    await phi.post("nothing to see here")
     await sandbox.wait_for_indexing()
     found = await phi.search_posts("jackdaw")
+    assert posted.uri in {p.uri for p in found}
     assert all("jackdaw" in p.text for p in found)

@@ -22,6 +22,7 @@ from phi.memory.preload import format_age
 
 __all__ = [
     "Action",
+    "ActionValue",
     "ActivityLog",
     "AgentConfig",
     "Approval",
@@ -54,20 +55,32 @@ class AgentConfig:
     the tiny local model, whose syntheses are noise and would slow every batch."""
 
 
+ActionValue = str | tuple[str, ...]
+"""One argument of a gated action: text, or a list of texts kept as a list (so approving
+`['a', 'b']` can never be read as approving `['a,b']`)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Action:
     """A gated action, named exactly: the tool and the arguments it would run with."""
 
     tool: str
-    args: tuple[tuple[str, str], ...]
+    args: tuple[tuple[str, ActionValue], ...]
+    """(name, value) pairs sorted by name; scalars as text, lists as tuples of text."""
 
     @classmethod
     def of(cls, tool: str, **args: object) -> Action:
-        return cls(tool=tool, args=tuple(sorted((k, str(v)) for k, v in args.items())))
+        return cls(tool=tool, args=tuple(sorted((k, _action_value(v)) for k, v in args.items())))
 
     def describe(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in self.args)
+        shown = ", ".join(f"{k}={list(v) if isinstance(v, tuple) else v!r}" for k, v in self.args)
         return f"{self.tool}({shown})"
+
+
+def _action_value(value: object) -> ActionValue:
+    if isinstance(value, list | tuple):
+        return tuple(str(item) for item in value)
+    return str(value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +92,9 @@ class Approval:
     """phi's request post the owner liked."""
     thread_root: str
     """The thread the request was discussed in."""
+    owner_did: str
+    """The owner's DID when the request was posted, which the like came from: handles change
+    hands, DIDs do not."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,15 +1,16 @@
-"""What the tool modules share: refusing clearly, finding batch items, resolving people."""
+"""What the tool modules share: failures as results, finding batch items, resolving people."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic_ai import RunContext
+from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from phi.agent.deps import PhiDeps
+from phi.agent.outcomes import Refused
 from phi.errors import PhiError
 
 __all__ = [
@@ -47,13 +48,18 @@ class ErrorsAsResults(WrapperToolset[PhiDeps]):
         ctx: RunContext[PhiDeps],
         tool: ToolsetTool[PhiDeps],
     ) -> Any:
+        shown = ", ".join(f"{k}={v!r}" for k, v in tool_args.items())
         try:
             result = await self.wrapped.call_tool(name, tool_args, ctx, tool)
         except PhiError as exc:
             ctx.deps.activity.record(f"{name} failed: {exc}")
             return f"error: {exc}"
-        if name in READ_TOOLS or str(result).startswith("refused"):
-            shown = ", ".join(f"{k}={v!r}" for k, v in tool_args.items())
+        except ModelRetry as exc:
+            ctx.deps.activity.record(f"{name}({shown}) → asked again: {exc.message[:100]}")
+            raise
+        if isinstance(result, Refused):
+            ctx.deps.activity.record(f"{name}({shown}) → refused: {result.refused[:100]}")
+        elif name in READ_TOOLS:
             first = str(result).splitlines()[0] if str(result) else ""
             ctx.deps.activity.record(f"{name}({shown}) → {first[:100]}")
         return result

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from pydantic_ai import RunContext
+from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from phi.agent import gate
-from phi.agent.deps import Action, PhiDeps, PhiPost
+from phi.agent.deps import Action, Approval, PhiDeps, PhiPost
+from phi.agent.outcomes import Refused
 from phi.agent.tools._common import request_thread, resolve_person
 from phi.atproto import Post
 
@@ -25,7 +26,7 @@ def _render(posts: list[Post], limit: int) -> str:
 
 
 @bluesky_tools.tool
-async def reply_to(ctx: RunContext[PhiDeps], uri: str, text: str) -> str:
+async def reply_to(ctx: RunContext[PhiDeps], uri: str, text: str) -> str | Refused:
     """Reply to a post of the current batch, in its thread. This is how you talk to someone.
 
     Args:
@@ -35,9 +36,9 @@ async def reply_to(ctx: RunContext[PhiDeps], uri: str, text: str) -> str:
     deps = ctx.deps
     item = deps.batch.item(uri) if deps.batch is not None else None
     if deps.batch is not None and item is None:
-        return f"refused: {uri} is not a post of this batch; reply only to the posts shown"
+        raise ModelRetry(f"{uri} is not a post of this batch; reply only to the posts shown")
     if any(p.in_reply_to == uri for p in deps.activity.posts):
-        return f"refused: you already replied to {uri} in this batch"
+        return Refused(refused=f"you already replied to {uri} in this batch")
     refs = await deps.client.reply(text, to=uri)
     n = item.notification if item is not None else None
     root = item.thread_root if item is not None else uri
@@ -57,10 +58,9 @@ async def reply_to(ctx: RunContext[PhiDeps], uri: str, text: str) -> str:
     return f"replied: {refs[0].uri}"
 
 
-def _in_batch(deps: PhiDeps, uri: str) -> str | None:
+def _in_batch(deps: PhiDeps, uri: str) -> None:
     if deps.batch is None or uri not in deps.batch.uris:
-        return f"refused: {uri} is not a post of the current batch"
-    return None
+        raise ModelRetry(f"{uri} is not a post of the current batch; use a URI shown there")
 
 
 @bluesky_tools.tool
@@ -70,8 +70,7 @@ async def like_post(ctx: RunContext[PhiDeps], uri: str) -> str:
     Args:
         uri: The AT-URI of a post shown in [NEW NOTIFICATIONS].
     """
-    if (refused := _in_batch(ctx.deps, uri)) is not None:
-        return refused
+    _in_batch(ctx.deps, uri)
     ref = await ctx.deps.client.like(uri)
     ctx.deps.wrote()
     ctx.deps.activity.record(f"liked {uri}")
@@ -85,8 +84,7 @@ async def repost_post(ctx: RunContext[PhiDeps], uri: str) -> str:
     Args:
         uri: The AT-URI of a post shown in [NEW NOTIFICATIONS].
     """
-    if (refused := _in_batch(ctx.deps, uri)) is not None:
-        return refused
+    _in_batch(ctx.deps, uri)
     ref = await ctx.deps.client.repost(uri)
     ctx.deps.wrote()
     ctx.deps.activity.record(f"reposted {uri}")
@@ -145,7 +143,7 @@ async def read_timeline(ctx: RunContext[PhiDeps], limit: int = 15) -> str:
 @bluesky_tools.tool
 async def follow_user(
     ctx: RunContext[PhiDeps], handle: str, why: str, discussed_in: str | None = None
-) -> str:
+) -> str | Refused:
     """Follow an account. Owner-gated: without your owner's approval this posts an
     authorization request instead, and the follow happens when the owner likes it.
 
@@ -157,9 +155,9 @@ async def follow_user(
     deps = ctx.deps
     did, shown = await resolve_person(deps, handle)
     action = Action.of("follow_user", handle=shown.lower())
-    verdict = await gate.gated(deps, action, why, thread_uri=request_thread(deps, discussed_in))
-    if not verdict.passes:
-        return verdict.reason
+    outcome = await gate.gated(deps, action, why, thread_uri=request_thread(deps, discussed_in))
+    if not isinstance(outcome, Approval):
+        return outcome
     ref = await deps.client.follow(did)
     deps.wrote()
     deps.activity.record(f"followed @{shown}")

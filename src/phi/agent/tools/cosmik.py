@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic_ai import RunContext
+from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from phi.agent.deps import PhiDeps
@@ -25,7 +25,7 @@ async def save_url(
         description: One line on why it is worth keeping.
     """
     if not url.startswith(("http://", "https://")):
-        return f"refused: {url!r} is not an http(s) URL"
+        raise ModelRetry(f"{url!r} is not an http(s) URL")
     ref = await ctx.deps.client.create_record(
         CosmikCard.bookmark(url, title=title, description=description)
     )

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic_ai import RunContext
+from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from phi.agent import gate
-from phi.agent.deps import Action, PhiDeps
+from phi.agent.deps import Action, Approval, PhiDeps
+from phi.agent.outcomes import Refused
 from phi.agent.tools._common import request_thread, resolve_person
 from phi.atproto import AttentionPool, Goal, MentionConsent, Observation, StoredRecord
 from phi.memory import Memory
@@ -102,7 +103,7 @@ async def propose_goal_change(
     rkey: str | None = None,
     remove: bool = False,
     discussed_in: str | None = None,
-) -> str:
+) -> str | Refused:
     """Add, change or remove one of your goals. Owner-gated: without approval this posts an
     authorization request; when your owner likes it, call again with the same arguments.
 
@@ -116,7 +117,7 @@ async def propose_goal_change(
     """
     deps = ctx.deps
     if remove and rkey is None:
-        return "refused: say which goal to remove (its rkey from [GOALS])"
+        raise ModelRetry("say which goal to remove (its rkey from [GOALS])")
     action = Action.of(
         "propose_goal_change",
         title=title,
@@ -125,11 +126,11 @@ async def propose_goal_change(
         rkey=rkey or "",
         remove=remove,
     )
-    verdict = await gate.gated(
+    outcome = await gate.gated(
         deps, action, f"goal: {title}", thread_uri=request_thread(deps, discussed_in)
     )
-    if not verdict.passes:
-        return verdict.reason
+    if not isinstance(outcome, Approval):
+        return outcome
     if remove and rkey is not None:
         await deps.client.delete_record(Goal, rkey)
         done = f"removed goal [{rkey}]"
@@ -155,7 +156,7 @@ async def manage_mentionable(
     handle: str,
     action: Literal["add", "remove"],
     discussed_in: str | None = None,
-) -> str:
+) -> str | Refused:
     """Add a handle to the list of people you may @-mention, or remove it. Owner-gated.
 
     Args:
@@ -166,14 +167,14 @@ async def manage_mentionable(
     deps = ctx.deps
     did, shown = await resolve_person(deps, handle)
     key = shown.lower()
-    verdict = await gate.gated(
+    outcome = await gate.gated(
         deps,
         Action.of("manage_mentionable", handle=key, action=action),
         f"{action} @{key} on the mention list",
         thread_uri=request_thread(deps, discussed_in),
     )
-    if not verdict.passes:
-        return verdict.reason
+    if not isinstance(outcome, Approval):
+        return outcome
     if action == "add":
         await deps.client.put_record(MentionConsent(handle=key, did=did, note=discussed_in), key)
     else:
@@ -186,7 +187,7 @@ async def manage_mentionable(
 @intent_tools.tool
 async def manage_labels(
     ctx: RunContext[PhiDeps], labels: list[str], discussed_in: str | None = None
-) -> str:
+) -> str | Refused:
     """Set the self-labels on your profile (e.g. `bot`), replacing the current ones. Owner-gated.
 
     Args:
@@ -195,14 +196,14 @@ async def manage_labels(
     """
     deps = ctx.deps
     wanted = sorted({label.strip().lower() for label in labels if label.strip()})
-    verdict = await gate.gated(
+    outcome = await gate.gated(
         deps,
-        Action.of("manage_labels", labels=",".join(wanted)),
+        Action.of("manage_labels", labels=wanted),
         f"labels: {', '.join(wanted) or '(none)'}",
         thread_uri=request_thread(deps, discussed_in),
     )
-    if not verdict.passes:
-        return verdict.reason
+    if not isinstance(outcome, Approval):
+        return outcome
     await deps.client.set_self_labels(wanted)
     deps.wrote()
     deps.activity.record(f"labels set: {wanted}")

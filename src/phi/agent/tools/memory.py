@@ -1,22 +1,27 @@
 """Tools over phi's memory: recalling, remembering, and the per-person blocks.
 
-Recall never mixes people: a question about one person reads only their namespace. A
-person's block is writable only while they are part of the run (their block is attached).
+Recall never mixes people: a question about one person reads only their namespace, and
+only for the people of the current batch, the owner, or phi itself (its own notes); anyone
+else is refused before their name is even looked up. A person's block is readable and
+writable only while they are part of the run (their block is attached).
 """
 
 from __future__ import annotations
 
-from pydantic_ai import RunContext
+from collections.abc import Awaitable
+
+from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from phi.agent.context import with_rows
 from phi.agent.deps import PhiDeps
+from phi.agent.outcomes import Refused
 from phi.agent.tools._common import resolve_person
 from phi.agent.tools.intent import OBSERVATIONS_ARCHIVE
-from phi.atproto import CosmikCard
-from phi.errors import NamespaceNotFound
+from phi.atproto import CosmikCard, NotFound
+from phi.errors import InvalidInput, NamespaceNotFound
 from phi.memory import Recalled, user_namespace
-from phi.memory.learning import EPISODIC, user_label
+from phi.memory.learning import EPISODIC, Block, user_label
 
 __all__ = ["memory_tools"]
 
@@ -33,28 +38,67 @@ def _render(deps: PhiDeps, hits: list[Recalled]) -> str:
     return "\n".join(lines)
 
 
+OWN_NOTES = (EPISODIC, OBSERVATIONS_ARCHIVE)
+"""What phi recalls about itself: its notes and archived observations."""
+
+
+async def _recallable(deps: PhiDeps, about: str) -> tuple[tuple[str, ...], str] | Refused:
+    """The namespaces `recall(about=...)` may read, and who they are about; a refusal for
+    anyone but the batch's people, the owner and phi. Nobody outside is looked up."""
+    wanted = about.strip().removeprefix("@").lower()
+    me = deps.client.me
+    if wanted in (me.did, me.handle.lower()):
+        return OWN_NOTES, f"@{me.handle}"
+    people = deps.batch.author_handles() if deps.batch is not None else {}
+    if any(wanted in (did, handle.lower()) for did, handle in people.items()):
+        did, handle = await resolve_person(deps, wanted)  # found in the batch, no lookup
+    elif (owner_did := await _owner_did(deps, wanted)) is not None:
+        did, handle = owner_did, str(deps.owner_handle)
+    else:
+        return Refused(
+            refused=f"recall about {about!r} is not allowed: only people in this batch, your "
+            "owner, or yourself; other people's memories stay private"
+        )
+    return (user_namespace(did),), f"@{handle}"
+
+
+async def _owner_did(deps: PhiDeps, wanted: str) -> str | None:
+    """The owner's DID when `wanted` (a lowercase handle, or a DID) names the owner."""
+    owner = deps.owner_handle
+    if owner is None or (wanted != owner and not wanted.startswith("did:")):
+        return None
+    try:
+        did = await deps.client.resolve_handle(owner)
+    except NotFound:
+        return None  # nobody holds the owner's handle now
+    return did if wanted in (owner, did) else None
+
+
 @memory_tools.tool
 async def recall(
     ctx: RunContext[PhiDeps], query: str, about: str | None = None, limit: int = 8
-) -> str:
-    """Search your memory. About a person: everything you know of them (only them). Without
-    `about`: your own notes and archived observations.
+) -> str | Refused:
+    """Search your memory. About a person in this batch (or your owner): everything you
+    know of them, and only of them. Without `about`: your own notes and archived
+    observations.
 
     Args:
         query: What you are trying to remember.
-        about: A person's handle (or DID) to recall about.
+        about: The handle (or DID) of a person in this batch, or of your owner.
         limit: How many memories (1-20).
     """
     deps = ctx.deps
     limit = max(1, min(limit, 20))
     if about:
-        did, handle = await resolve_person(deps, about)
-        namespaces: list[str] = [user_namespace(did)]
+        allowed = await _recallable(deps, about)
+        if isinstance(allowed, Refused):
+            return allowed
+        namespaces, who = allowed
     else:
-        namespaces = [EPISODIC, OBSERVATIONS_ARCHIVE]
-    present = await with_rows(deps.memory, namespaces)
+        namespaces, who = OWN_NOTES, ""
+    present = await with_rows(deps.memory, list(namespaces))
     if not present:
-        return f"no memories of @{handle} yet" if about else "no notes of your own yet"
+        return f"no memories of {who} yet" if who else "no notes of your own yet"
     try:
         hits = await deps.memory.search(query, namespace=present, limit=limit, now=deps.now)
     except NamespaceNotFound:
@@ -93,29 +137,40 @@ async def remember(
     return done
 
 
-async def _attached_label(deps: PhiDeps, handle: str) -> tuple[str, str] | str:
+async def _attached_label(deps: PhiDeps, handle: str) -> tuple[str, str] | Refused:
     did, shown = await resolve_person(deps, handle)
     label = user_label(did)
     if label not in deps.blocks.attached:
-        return f"refused: @{shown}'s block is not open in this run; only people in the batch"
+        return Refused(
+            refused=f"@{shown}'s block is not open in this run; only people in this batch"
+        )
     return label, shown
 
 
+async def _written(write: Awaitable[Block]) -> Block:
+    """The block after `write`; a write the model can fix (over the limit, text not found)
+    is asked again."""
+    try:
+        return await write
+    except InvalidInput as exc:
+        raise ModelRetry(str(exc)) from exc
+
+
 @memory_tools.tool
-async def user_block_view(ctx: RunContext[PhiDeps], handle: str) -> str:
+async def user_block_view(ctx: RunContext[PhiDeps], handle: str) -> str | Refused:
     """Read your notes block about a person in this batch.
 
     Args:
         handle: Their handle.
     """
     found = await _attached_label(ctx.deps, handle)
-    if isinstance(found, str):
+    if isinstance(found, Refused):
         return found
     return (await ctx.deps.blocks.view(found[0])).render()
 
 
 @memory_tools.tool
-async def user_block_append(ctx: RunContext[PhiDeps], handle: str, text: str) -> str:
+async def user_block_append(ctx: RunContext[PhiDeps], handle: str, text: str) -> str | Refused:
     """Add a line to your notes block about a person in this batch (limited in size:
     prefer replacing stale lines over piling up).
 
@@ -124,15 +179,17 @@ async def user_block_append(ctx: RunContext[PhiDeps], handle: str, text: str) ->
         text: The line to add.
     """
     found = await _attached_label(ctx.deps, handle)
-    if isinstance(found, str):
+    if isinstance(found, Refused):
         return found
-    block = await ctx.deps.blocks.append(found[0], text)
+    block = await _written(ctx.deps.blocks.append(found[0], text))
     ctx.deps.activity.record(f"block @{found[1]}: appended {text!r}")
     return f"appended ({len(block.content)}/{block.limit} chars)"
 
 
 @memory_tools.tool
-async def user_block_replace(ctx: RunContext[PhiDeps], handle: str, old: str, new: str) -> str:
+async def user_block_replace(
+    ctx: RunContext[PhiDeps], handle: str, old: str, new: str
+) -> str | Refused:
     """Replace exact text in your notes block about a person in this batch.
 
     Args:
@@ -141,15 +198,15 @@ async def user_block_replace(ctx: RunContext[PhiDeps], handle: str, old: str, ne
         new: What replaces it (empty to delete).
     """
     found = await _attached_label(ctx.deps, handle)
-    if isinstance(found, str):
+    if isinstance(found, Refused):
         return found
-    block = await ctx.deps.blocks.replace(found[0], old, new)
+    block = await _written(ctx.deps.blocks.replace(found[0], old, new))
     ctx.deps.activity.record(f"block @{found[1]}: replaced {old!r}")
     return f"replaced ({len(block.content)}/{block.limit} chars)"
 
 
 @memory_tools.tool
-async def user_block_set(ctx: RunContext[PhiDeps], handle: str, content: str) -> str:
+async def user_block_set(ctx: RunContext[PhiDeps], handle: str, content: str) -> str | Refused:
     """Rewrite your whole notes block about a person in this batch.
 
     Args:
@@ -157,8 +214,8 @@ async def user_block_set(ctx: RunContext[PhiDeps], handle: str, content: str) ->
         content: The complete new block.
     """
     found = await _attached_label(ctx.deps, handle)
-    if isinstance(found, str):
+    if isinstance(found, Refused):
         return found
-    block = await ctx.deps.blocks.set(found[0], content)
+    block = await _written(ctx.deps.blocks.set(found[0], content))
     ctx.deps.activity.record(f"block @{found[1]}: rewritten")
     return f"set ({len(block.content)}/{block.limit} chars)"
