@@ -44,7 +44,8 @@ OWN_NOTES = (EPISODIC, OBSERVATIONS_ARCHIVE)
 
 async def _recallable(deps: PhiDeps, about: str) -> tuple[tuple[str, ...], str] | Refused:
     """The namespaces `recall(about=...)` may read, and who they are about; a refusal for
-    anyone but the batch's people, the owner and phi. Nobody outside is looked up."""
+    anyone but the batch's people, the owner and phi. Nobody outside the batch is looked up
+    on the network (only the owner's handle, when the question names a DID)."""
     wanted = about.strip().removeprefix("@").lower()
     me = deps.client.me
     if wanted in (me.did, me.handle.lower()):
