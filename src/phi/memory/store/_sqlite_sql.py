@@ -17,9 +17,11 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from phi.errors import NamespaceNotFound, RowNotFound, StoreError
+from phi.errors import RowNotFound, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
 from phi.memory.store.base import (
+    DERIVED_FROM,
+    PUBLISHED_URIS,
     ForgetReport,
     Hit,
     HybridQuery,
@@ -131,36 +133,46 @@ def where_sql(where: RowFilter, alias: str = "r") -> tuple[str, list[Any]]:
 # -- writes ------------------------------------------------------------------------------
 
 
-def insert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> None:
+def upsert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> Row:
+    """Insert a row with its vector, text and references, or return the row already stored
+    under its `(namespace, content_hash)`: decided here, inside the write transaction, so
+    two processes writing the same text at once make one row and both get it back."""
     row = item.row
     if item.vector.shape != (dimension,):
         raise StoreError(
             f"vector of shape {item.vector.shape} does not fit this store ({dimension}-d)"
         )
     thread = row.meta.get("thread")
-    conn.execute(
-        "INSERT INTO rows (row_id, namespace, kind, content, content_hash, status, supersedes,"
-        " trust, tags, source_uris, author, thread, created_at, updated_at, meta)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (
-            row.row_id,
-            row.namespace,
-            row.kind,
-            row.content,
-            row.content_hash,
-            row.status,
-            row.supersedes,
-            row.trust,
-            json.dumps(list(row.tags)),
-            json.dumps(list(row.source_uris)),
-            row.author,
-            thread if isinstance(thread, str) else None,
-            ts(row.created_at),
-            ts(row.updated_at),
-            json.dumps(dict(row.meta), ensure_ascii=False),
-        ),
+    inserted = list(
+        conn.execute(
+            "INSERT INTO rows (row_id, namespace, kind, content, content_hash, status,"
+            " supersedes, trust, tags, source_uris, author, thread, created_at, updated_at, meta)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT (namespace, content_hash) DO NOTHING RETURNING id",
+            (
+                row.row_id,
+                row.namespace,
+                row.kind,
+                row.content,
+                row.content_hash,
+                row.status,
+                row.supersedes,
+                row.trust,
+                json.dumps(list(row.tags)),
+                json.dumps(list(row.source_uris)),
+                row.author,
+                thread if isinstance(thread, str) else None,
+                ts(row.created_at),
+                ts(row.updated_at),
+                json.dumps(dict(row.meta), ensure_ascii=False),
+            ),
+        )
     )
-    rid = conn.last_insert_rowid()
+    if not inserted:
+        return select_by_hash(conn, [(row.namespace, row.content_hash)])[
+            row.namespace, row.content_hash
+        ]
+    ((rid,),) = inserted
     conn.execute(
         "INSERT INTO row_vectors (id, namespace, embedding, kind, status, author, created_at)"
         " VALUES (?,?,?,?,?,?,?)",
@@ -181,6 +193,7 @@ def insert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> None:
     conn.executemany(
         "INSERT OR IGNORE INTO row_refs (ref, id) VALUES (?, ?)", [(r, rid) for r in item.refs]
     )
+    return row
 
 
 def internal_ids(conn: apsw.Connection, row_ids: Sequence[str]) -> dict[str, int]:
@@ -229,15 +242,50 @@ def set_status(conn: apsw.Connection, row_ids: Sequence[str], status: Status, at
         conn.execute("UPDATE row_vectors SET status = ? WHERE id = ?", (status, rid))
 
 
-def erase_namespace(conn: apsw.Connection, namespace: str) -> ForgetReport:
-    ids = [i for (i,) in conn.execute("SELECT id FROM rows WHERE namespace = ?", (namespace,))]
+_MAX_DERIVATION_DEPTH: Final = 50
+"""A guard against a cycle of derivations in damaged data."""
+
+
+def erase_namespace(conn: apsw.Connection, namespace: str, author: str | None) -> ForgetReport:
+    """`Store.forget`'s rows: the namespace, the author's rows, and what derives from them."""
+    ids = {i for (i,) in conn.execute("SELECT id FROM rows WHERE namespace = ?", (namespace,))}
+    if author is not None:
+        ids |= {i for (i,) in conn.execute("SELECT id FROM rows WHERE author = ?", (author,))}
+        # Rows made from the person's own records, e.g. their post archived elsewhere.
+        prefix = f"at://{author}/"
+        ids |= {
+            i
+            for (i,) in conn.execute(
+                "SELECT DISTINCT r.id FROM rows r, json_each(r.source_uris) u"
+                " WHERE substr(u.value, 1, ?) = ?",
+                (len(prefix), prefix),
+            )
+        }
+    ids |= _derived_closure(conn, ids)
     if not ids:
-        raise NamespaceNotFound(namespace)
-    sql = "SELECT kind, count(*) FROM rows WHERE namespace = ? GROUP BY kind"
-    kinds = {kind: n for kind, n in conn.execute(sql, (namespace,))}
+        return ForgetReport(namespace=namespace, rows=0, edges=0, kinds={})
+    kinds: dict[str, int] = {}
+    derived: dict[str, int] = {}
+    published: list[str] = []
     edges = 0
-    for chunk in chunks(ids):
+    ordered = sorted(ids)
+    for chunk in chunks(ordered):
         m = marks(chunk)
+        for ns, kind, n in conn.execute(
+            f"SELECT namespace, kind, count(*) FROM rows WHERE id IN ({m}) GROUP BY 1, 2", chunk
+        ):
+            kinds[kind] = kinds.get(kind, 0) + n
+            if ns != namespace:
+                derived[ns] = derived.get(ns, 0) + n
+        published += [
+            uri
+            for (uri,) in conn.execute(
+                f"SELECT j.value FROM rows r, json_each(r.meta, '$.{PUBLISHED_URIS}') j"
+                f" WHERE r.id IN ({m})",
+                chunk,
+            )
+            if isinstance(uri, str)
+        ]
         touching = f"src IN ({m}) OR dst IN ({m})"
         edges += next(
             conn.execute(f"SELECT count(*) FROM edges WHERE {touching}", [*chunk, *chunk])
@@ -246,8 +294,46 @@ def erase_namespace(conn: apsw.Connection, namespace: str) -> ForgetReport:
         conn.execute(f"DELETE FROM row_refs WHERE id IN ({m})", chunk)
         conn.execute(f"DELETE FROM row_vectors WHERE id IN ({m})", chunk)
         conn.execute(f"DELETE FROM row_text WHERE rowid IN ({m})", chunk)
-    conn.execute("DELETE FROM rows WHERE namespace = ?", (namespace,))
-    return ForgetReport(namespace=namespace, rows=len(ids), edges=edges, kinds=kinds)
+        conn.execute(f"DELETE FROM rows WHERE id IN ({m})", chunk)
+    return ForgetReport(
+        namespace=namespace,
+        rows=len(ids),
+        edges=edges,
+        kinds=kinds,
+        derived=dict(sorted(derived.items())),
+        published=tuple(sorted(set(published))),
+    )
+
+
+def _derived_closure(conn: apsw.Connection, seeds: set[int]) -> set[int]:
+    """Every row derived, directly or through other rows, from `seeds` (not the seeds)."""
+    # Derivations named in meta, read once: few rows carry them, and forget is rare.
+    sql = (
+        f"SELECT r.id, s.id FROM rows r, json_each(r.meta, '$.{DERIVED_FROM}') j"
+        " JOIN rows s ON s.row_id = j.value"
+    )
+    made_from: dict[int, set[int]] = {}
+    for derived, source in conn.execute(sql):
+        made_from.setdefault(source, set()).add(derived)
+    found: set[int] = set()
+    frontier = set(seeds)
+    for _ in range(_MAX_DERIVATION_DEPTH):
+        if not frontier:
+            break
+        reached: set[int] = set()
+        for source in frontier:
+            reached |= made_from.get(source, set())
+        for chunk in chunks(sorted(frontier)):
+            reached |= {
+                dst
+                for (dst,) in conn.execute(
+                    f"SELECT dst FROM edges WHERE type = 'causal' AND src IN ({marks(chunk)})",
+                    chunk,
+                )
+            }
+        frontier = reached - seeds - found
+        found |= frontier
+    return found
 
 
 # -- reads -------------------------------------------------------------------------------
