@@ -13,7 +13,7 @@ from phi.errors import StoreError
 from phi.memory import Memory, MiniLMEmbedder
 from phi.memory.learning.blocks import Blocks, user_label
 from phi.memory.store import RowFilter, SQLiteStore, Store
-from tests.memory.conformance import CONFORMANCE_SPEC, StoreConformance
+from tests.memory.conformance import CONFORMANCE_SPEC, StoreConformance, make_row, vec, w
 
 pytestmark = pytest.mark.anyio
 
@@ -145,3 +145,24 @@ async def test_forget_failing_inside_its_transaction_leaves_the_person_whole(
         ]
         assert await memory.store.text_search(["alice"], RowFilter(), limit=10) != []
         assert (await Blocks(memory=memory).view(user_label(did))).content == "alice likes crows"
+
+
+async def test_a_lock_held_too_long_is_a_store_error_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "locked.db"
+    store = SQLiteStore(path, busy_timeout=0.2)
+    await store.connect()
+    await store.bind_embedding(CONFORMANCE_SPEC)
+    other = apsw.Connection(str(path))
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        with pytest.raises(StoreError, match=r"stayed locked by another process for over 0.2 s"):
+            await store.write([w(make_row("a"), vec(1, 0, 0, 0))], [])
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert await store.count(RowFilter(statuses=None)) == 0
+    await store.write([w(make_row("a"), vec(1, 0, 0, 0))], [])
+    assert await store.count(RowFilter(statuses=None)) == 1
+    await store.close()

@@ -45,10 +45,13 @@ def migration(fn: Migration) -> Migration:
     return fn
 
 
-def open_connection(path: Path, *, flags: int | None = None) -> apsw.Connection:
-    """A connection with its busy timeout set before it does anything else."""
+def open_connection(
+    path: Path, *, flags: int | None = None, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> apsw.Connection:
+    """A connection with its busy timeout set before it does anything else: every later
+    step (even reading the schema) may meet another process's lock."""
     conn = apsw.Connection(str(path)) if flags is None else apsw.Connection(str(path), flags=flags)
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    conn.set_busy_timeout(busy_timeout_ms)
     return conn
 
 
@@ -64,8 +67,7 @@ def check_identity(conn: apsw.Connection, path: Path) -> None:
 
 
 def prepare_connection(conn: apsw.Connection) -> None:
-    """Load sqlite-vec and set WAL, foreign keys and a busy timeout."""
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+    """Load sqlite-vec and set WAL and foreign keys (on a connection from `open_connection`)."""
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)

@@ -57,8 +57,11 @@ T = TypeVar("T")
 class SQLiteStore:
     """A memory store in one SQLite file."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout: float = BUSY_TIMEOUT_MS / 1000) -> None:
+        """A store at `path`; `busy_timeout` is how many seconds a write waits for another
+        process's lock before it fails with `StoreError`."""
         self._path = Path(path)
+        self._busy_ms = int(busy_timeout * 1000)
         self._writer: apsw.Connection | None = None
         self._write_lock = anyio.Lock()
         self._local = threading.local()
@@ -80,7 +83,7 @@ class SQLiteStore:
         self._path.parent.mkdir(parents=True, exist_ok=True)
         conn: apsw.Connection | None = None
         try:
-            conn = open_connection(self._path)
+            conn = open_connection(self._path, busy_timeout_ms=self._busy_ms)
             # Read-only first: a foreign file is refused before WAL mode writes to it.
             check_identity(conn, self._path)
             prepare_connection(conn)
@@ -106,7 +109,7 @@ class SQLiteStore:
         if isinstance(exc, apsw.BusyError | apsw.LockedError):
             return StoreError(
                 f"the store {where} stayed locked by another process for over"
-                f" {BUSY_TIMEOUT_MS // 1000} s; try again when it is less busy"
+                f" {self._busy_ms / 1000:g} s; try again when it is less busy"
             )
         return StoreError(f"the store {where} failed: {type(exc).__name__}: {exc}")
 
@@ -126,7 +129,9 @@ class SQLiteStore:
         local = self._local
         conn: apsw.Connection | None = getattr(local, "conn", None)
         if conn is None:
-            conn = open_connection(self._path, flags=apsw.SQLITE_OPEN_READWRITE)
+            conn = open_connection(
+                self._path, flags=apsw.SQLITE_OPEN_READWRITE, busy_timeout_ms=self._busy_ms
+            )
             prepare_connection(conn)
             local.conn = conn
             with self._readers_lock:
@@ -237,8 +242,11 @@ class SQLiteStore:
             else:
                 edges_to_write = edges
             sql.insert_edges(conn, edges_to_write)
-            if superseded:
-                sql.set_status(conn, superseded, "superseded", at or datetime.now(UTC))
+            # A race can make a new row collapse onto the very row it supersedes: keep it.
+            kept = {row.row_id for row in stored}
+            retired = [old for old in superseded if old not in kept]
+            if retired:
+                sql.set_status(conn, retired, "superseded", at or datetime.now(UTC))
             return stored
 
         return await self._write(write)
