@@ -143,36 +143,34 @@ def upsert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> Row:
             f"vector of shape {item.vector.shape} does not fit this store ({dimension}-d)"
         )
     thread = row.meta.get("thread")
-    inserted = list(
-        conn.execute(
-            "INSERT INTO rows (row_id, namespace, kind, content, content_hash, status,"
-            " supersedes, trust, tags, source_uris, author, thread, created_at, updated_at, meta)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-            " ON CONFLICT (namespace, content_hash) DO NOTHING RETURNING id",
-            (
-                row.row_id,
-                row.namespace,
-                row.kind,
-                row.content,
-                row.content_hash,
-                row.status,
-                row.supersedes,
-                row.trust,
-                json.dumps(list(row.tags)),
-                json.dumps(list(row.source_uris)),
-                row.author,
-                thread if isinstance(thread, str) else None,
-                ts(row.created_at),
-                ts(row.updated_at),
-                json.dumps(dict(row.meta), ensure_ascii=False),
-            ),
-        )
+    conn.execute(
+        "INSERT INTO rows (row_id, namespace, kind, content, content_hash, status,"
+        " supersedes, trust, tags, source_uris, author, thread, created_at, updated_at, meta)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        " ON CONFLICT (namespace, content_hash) DO NOTHING",
+        (
+            row.row_id,
+            row.namespace,
+            row.kind,
+            row.content,
+            row.content_hash,
+            row.status,
+            row.supersedes,
+            row.trust,
+            json.dumps(list(row.tags)),
+            json.dumps(list(row.source_uris)),
+            row.author,
+            thread if isinstance(thread, str) else None,
+            ts(row.created_at),
+            ts(row.updated_at),
+            json.dumps(dict(row.meta), ensure_ascii=False),
+        ),
     )
-    if not inserted:
+    if conn.changes() == 0:
         return select_by_hash(conn, [(row.namespace, row.content_hash)])[
             row.namespace, row.content_hash
         ]
-    ((rid,),) = inserted
+    rid = conn.last_insert_rowid()
     conn.execute(
         "INSERT INTO row_vectors (id, namespace, embedding, kind, status, author, created_at)"
         " VALUES (?,?,?,?,?,?,?)",
