@@ -31,7 +31,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 
 ROOT = Path(__file__).resolve().parents[2]
-KILL_ROUNDS = 6
+KILL_ROUNDS = 8
 PROCESSES = 4
 ROWS_EACH = 12
 CREATE_ROUNDS = 3
