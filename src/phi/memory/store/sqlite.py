@@ -22,8 +22,9 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from phi.errors import EmbedderMismatch, NamespaceNotFound, StoreError
+from phi.errors import EmbedderMismatch, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
+from phi.memory.store import _sqlite_forget as forget_sql
 from phi.memory.store import _sqlite_learning as learning_sql
 from phi.memory.store import _sqlite_sql as sql
 from phi.memory.store._sqlite_schema import (
@@ -264,14 +265,9 @@ class SQLiteStore:
         author: str | None = None,
         state: Sequence[tuple[str, str]] = (),
     ) -> ForgetReport:
-        def erase(conn: apsw.Connection) -> ForgetReport:
-            erased = sum(learning_sql.delete_state(conn, scope, key) for scope, key in state)
-            report = sql.erase_namespace(conn, namespace, author)
-            if report.rows == 0 and erased == 0:
-                raise NamespaceNotFound(namespace)
-            return dataclasses.replace(report, state=erased)
-
-        return await self._write(erase)
+        return await self._write(
+            partial(forget_sql.erase, namespace=namespace, author=author, state=state)
+        )
 
     # -- reads -------------------------------------------------------------------------
 
