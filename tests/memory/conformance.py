@@ -1,6 +1,11 @@
 """Behaviour every `Store` backend shares. A backend's test module subclasses
 `StoreConformance` and provides a `store` fixture yielding a connected, empty store bound
 to a 4-dimensional embedding spec `CONFORMANCE_SPEC`.
+
+Among it: writes are idempotent upserts on `(namespace, content_hash)` that return the
+stored row, and `forget` follows provenance (author, the person's own record URIs,
+`derived_from` and `causal` links) and erases it all with the given state in one call.
+Concurrency across processes is exercised per backend in `tests/durability/`.
 """
 
 from __future__ import annotations
@@ -15,7 +20,13 @@ import pytest
 from phi.errors import EmbedderMismatch, NamespaceNotFound, RowNotFound, StoreError
 from phi.memory.model import Edge, Row, content_hash, new_row_id
 from phi.memory.store import EmbeddingSpec, RowFilter, RowWrite, Store
-from phi.memory.store.base import HybridQuery, ModelCallRecord, gather_stepwise
+from phi.memory.store.base import (
+    DERIVED_FROM,
+    PUBLISHED_URIS,
+    HybridQuery,
+    ModelCallRecord,
+    gather_stepwise,
+)
 
 CONFORMANCE_SPEC = EmbeddingSpec(model="conformance-4d", dimension=4)
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -93,6 +104,37 @@ class StoreConformance:
         found = await store.find_by_hash([("ns-a", row.content_hash), ("ns-a", "x")])
         assert found == {("ns-a", row.content_hash): row}
         assert await store.find_by_hash([("ns-b", row.content_hash)]) == {}
+
+    async def test_write_is_an_idempotent_upsert_on_identity(self, store: Store) -> None:
+        first = make_row("same text", source_uris=("at://x/1",), at=1)
+        (stored,) = await store.write([w(first, vec(1, 0, 0, 0), ("alice.test",))], [])
+        assert stored == first
+        # Another writer made the same row (same namespace and content hash, its own id)
+        # and links a new row to it: one row stays, the edge lands on it, no error.
+        again = make_row("same text", source_uris=("at://x/1",), at=2)
+        other = make_row("other text", at=3)
+        assert again.content_hash == first.content_hash and again.row_id != first.row_id
+        back = await store.write(
+            [w(again, vec(0, 1, 0, 0), ("alice.test",)), w(other, vec(0, 0, 1, 0))],
+            [Edge(src=again.row_id, dst=other.row_id, edge_type="temporal")],
+        )
+        assert back == [first, other]
+        assert await store.get_rows([again.row_id]) == []
+        assert await store.count(RowFilter(statuses=None)) == 2
+        assert [(e.src, e.dst) for e in await store.edges([other.row_id])] == [
+            (first.row_id, other.row_id)
+        ]
+        assert await store.ref_counts(["alice.test"]) == {"alice.test": 1}
+        (kept,) = (await store.get_vectors([first.row_id])).values()
+        assert np.allclose(kept, vec(1, 0, 0, 0))
+        hits = await store.text_search(["same"], RowFilter(), limit=5)
+        assert [h.row_id for h in hits] == [first.row_id]
+
+    async def test_a_repeated_row_within_one_write_is_stored_once(self, store: Store) -> None:
+        a, b = make_row("twice"), make_row("twice")
+        back = await store.write([w(a, vec(1, 0, 0, 0)), w(b, vec(1, 0, 0, 0))], [])
+        assert back == [a, a]
+        assert await store.count(RowFilter(statuses=None)) == 1
 
     async def test_vector_search_filters_exactly(self, store: Store) -> None:
         rows = [
@@ -224,6 +266,61 @@ class StoreConformance:
         assert [h.row_id for h in hits] == [b1.row_id]
         with pytest.raises(NamespaceNotFound):
             await store.forget("ns-a")
+
+    async def test_forget_follows_provenance_in_every_namespace(self, store: Store) -> None:
+        did, person = "did:plc:alice", "phi-users-did:plc:alice"
+        own = make_row("alice likes crows", namespace=person, author=did, kind="observation")
+        card = make_row(
+            "crows are clever", namespace="phi-public",
+            meta={DERIVED_FROM: [own.row_id], PUBLISHED_URIS: ["at://did:plc:phi/io.phi.card/1"]},
+        )  # fmt: skip
+        card_of_card = make_row("corvids recap", namespace="phi-public")
+        about = make_row("alice posted about crows", namespace="phi-episodic", author=did)
+        archived = make_row(
+            "a post", namespace="phi-observations",
+            source_uris=(f"at://{did}/app.bsky.feed.post/1",),
+        )  # fmt: skip
+        kept = [
+            make_row("a public note", namespace="phi-public"),
+            make_row(
+                "bob's post",
+                namespace="phi-observations",
+                source_uris=("at://did:plc:aliceson/app.bsky.feed.post/1",),
+            ),
+            make_row("bob likes tea", namespace="phi-episodic", author="did:plc:bob"),
+        ]
+        rows = [own, card, card_of_card, about, archived, *kept]
+        await store.write(
+            [w(r, vec(1, i, 0, 1)) for i, r in enumerate(rows)],
+            [
+                Edge(src=card.row_id, dst=card_of_card.row_id, edge_type="causal"),
+                Edge(src=kept[0].row_id, dst=card.row_id, edge_type="semantic", weight=0.8),
+            ],
+        )
+        await store.write_state("block", f"user:{did}", "alice block", at=T0)
+        await store.write_state("block", "persona", "phi", at=T0)
+        report = await store.forget(person, author=did, state=[("block", f"user:{did}")])
+        assert (report.namespace, report.rows, report.edges, report.state) == (person, 5, 2, 1)
+        assert dict(report.kinds) == {"observation": 1, "note": 4}
+        assert dict(report.derived) == {
+            "phi-episodic": 1, "phi-observations": 1, "phi-public": 2,
+        }  # fmt: skip
+        assert report.published == ("at://did:plc:phi/io.phi.card/1",)
+        assert await store.get_rows([r.row_id for r in rows]) == kept
+        assert await store.read_state("block", f"user:{did}") is None
+        assert await store.read_state("block", "persona") is not None
+        hits = await store.vector_search(vec(1, 0, 0, 1), RowFilter(), limit=20)
+        assert {h.row_id for h in hits} == {r.row_id for r in kept}
+        assert await store.text_search(["crows", "alice"], RowFilter(), limit=20) == []
+
+    async def test_forget_of_state_alone_and_of_nothing(self, store: Store) -> None:
+        await store.write_state("block", "user:did:plc:x", "x", at=T0)
+        report = await store.forget(
+            "phi-users-did:plc:x", author="did:plc:x", state=[("block", "user:did:plc:x")]
+        )
+        assert (report.rows, report.state, dict(report.derived)) == (0, 1, {})
+        with pytest.raises(NamespaceNotFound):
+            await store.forget("phi-users-did:plc:x", author="did:plc:x")
 
     async def test_stats(self, store: Store) -> None:
         await store.write([w(make_row("a"), vec(1, 0, 0, 0))], [])

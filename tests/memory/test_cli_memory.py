@@ -6,10 +6,12 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import anyio
 import pytest
 from typer.testing import CliRunner
 
 from phi.cli import app
+from phi.memory import Memory
 
 ALICE = "phi-users-did:plc:alice"
 
@@ -162,3 +164,26 @@ def test_stats_shows_model_calls_and_tokens_per_pass(db: str) -> None:
     ]  # fmt: skip
     code, out = phi("memory", "stats", "--db", db)
     assert code == 0 and "reconcile" in out and "360" in out
+
+
+def test_forget_says_what_it_erased_elsewhere_and_what_is_still_published(db: str) -> None:
+    did = "did:plc:alice"
+    published = "at://did:plc:phi/io.phi.cosmikCard/3k"
+
+    async def seed() -> None:
+        async with Memory.open(db) as memory:
+            own = await memory.remember("alice likes crows", namespace=ALICE, author=did)
+            await memory.remember(
+                "crows are clever", namespace="phi-public",
+                meta={"derived_from": [own.row_id], "published_uris": [published]},
+            )  # fmt: skip
+
+    anyio.run(seed)
+    code, out = phi("memory", "forget", ALICE, "--yes", "--db", db)
+    assert code == 0, out
+    assert out.splitlines() == [
+        "erased phi-users-did:plc:alice: 2 rows (2 note) and 0 edges",
+        "  including rows derived from them elsewhere: 1 in phi-public",
+        "  still on phi's PDS, published from erased rows; delete them yourself:",
+        f"    {published}",
+    ]

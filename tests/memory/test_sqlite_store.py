@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
 import apsw
 import pytest
 
 from phi.errors import StoreError
-from phi.memory.store import SQLiteStore, Store
-from tests.memory.conformance import CONFORMANCE_SPEC, StoreConformance
+from phi.memory import Memory, MiniLMEmbedder
+from phi.memory.learning.blocks import Blocks, user_label
+from phi.memory.store import RowFilter, SQLiteStore, Store
+from tests.memory.conformance import CONFORMANCE_SPEC, StoreConformance, make_row, vec, w
 
 pytestmark = pytest.mark.anyio
 
@@ -93,3 +96,73 @@ async def test_unconnected_store_says_how_to_connect(tmp_path: Path) -> None:
         await SQLiteStore(tmp_path / "x.db").count(
             __import__("phi.memory.store", fromlist=["RowFilter"]).RowFilter()
         )
+
+
+def _open_connections(path: Path) -> int:
+    return sum(1 for conn in apsw.connections() if Path(conn.filename) == path)
+
+
+async def test_close_and_connect_cycles_leak_no_connection(tmp_path: Path) -> None:
+    path = tmp_path / "cycles.db"
+    store = SQLiteStore(path)
+    for cycle in range(5):
+        await store.connect()
+        if cycle == 0:
+            await store.bind_embedding(CONFORMANCE_SPEC)
+        # Several reads at once, so more than one worker thread opens a reader.
+        async with anyio.create_task_group() as tg:
+            for _ in range(4):
+                tg.start_soon(store.count, RowFilter(statuses=None))
+        assert await store.count(RowFilter(statuses=None)) == 0
+        await store.close()
+        assert _open_connections(path) == 0, f"cycle {cycle} left a connection open"
+
+
+async def test_forget_failing_inside_its_transaction_leaves_the_person_whole(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    did = "did:plc:alice"
+    namespace = f"phi-users-{did}"
+    async with Memory.open(tmp_path / "m.db", embedder=minilm) as memory:
+        rows = [
+            await memory.remember(f"fact {i} about alice", namespace=namespace, author=did)
+            for i in range(3)
+        ]
+        await Blocks(memory=memory).set(user_label(did), "alice likes crows")
+        before = await memory.store.namespaces()
+        # A real failure inside the erase, after part of it ran: deleting the last row aborts.
+        conn = apsw.Connection(str(tmp_path / "m.db"))
+        conn.execute(
+            "CREATE TRIGGER crash AFTER DELETE ON rows WHEN old.row_id = "
+            f"'{rows[-1].row_id}' BEGIN SELECT RAISE(ABORT, 'simulated crash'); END"
+        )
+        conn.close()
+        with pytest.raises(StoreError, match="simulated crash"):
+            await memory.forget(namespace)
+        assert await memory.store.namespaces() == before
+        assert [r.row_id for r in await memory.store.get_rows([r.row_id for r in rows])] == [
+            r.row_id for r in rows
+        ]
+        assert await memory.store.text_search(["alice"], RowFilter(), limit=10) != []
+        assert (await Blocks(memory=memory).view(user_label(did))).content == "alice likes crows"
+
+
+async def test_a_lock_held_too_long_is_a_store_error_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "locked.db"
+    store = SQLiteStore(path, busy_timeout=0.2)
+    await store.connect()
+    await store.bind_embedding(CONFORMANCE_SPEC)
+    other = apsw.Connection(str(path))
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        with pytest.raises(StoreError, match=r"stayed locked by another process for over 0.2 s"):
+            await store.write([w(make_row("a"), vec(1, 0, 0, 0))], [])
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert await store.count(RowFilter(statuses=None)) == 0
+    await store.write([w(make_row("a"), vec(1, 0, 0, 0))], [])
+    assert await store.count(RowFilter(statuses=None)) == 1
+    await store.close()

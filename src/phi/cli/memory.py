@@ -290,7 +290,11 @@ def forget(
     db: Db = None,
     as_json: AsJson = False,
 ) -> None:
-    """Erase a namespace for good (a person asked to be forgotten). The only hard delete."""
+    """Erase a namespace for good (a person asked to be forgotten). The only hard delete.
+
+    For a person's namespace, rows derived from them elsewhere go too; public records
+    already published on phi's PDS from erased rows are listed for you to delete.
+    """
     if not yes and not typer.confirm(f"erase every row of {namespace!r}? this cannot be undone"):
         raise typer.Exit(1)
 
@@ -306,9 +310,21 @@ def forget(
                 "rows": report.rows,
                 "edges": report.edges,
                 "kinds": dict(report.kinds),
+                "derived": dict(report.derived),
+                "published": list(report.published),
             }
         )
     else:
         kinds = ", ".join(f"{n} {k}" for k, n in report.kinds.items())
         edges = f"{report.edges} edge" + ("" if report.edges == 1 else "s")
         console.print(f"erased {report.namespace}: {report.rows} rows ({kinds}) and {edges}")
+        if report.derived:
+            where = ", ".join(f"{n} in {ns}" for ns, n in report.derived.items())
+            console.print(f"  including rows derived from them elsewhere: {where}")
+        if report.published:
+            console.print(
+                "  still on phi's PDS, published from erased rows; delete them yourself:",
+                highlight=False,
+            )
+            for uri in report.published:
+                console.print(f"    {uri}", highlight=False, markup=False)

@@ -1,5 +1,9 @@
 """The write path: validate, deduplicate, embed, link, store — all or nothing.
 
+Deduplication is looked up first (so a repeated write costs no embedding) and decided
+again by the store inside its write transaction (`Store.write` is an idempotent upsert),
+so two processes writing the same text at once still make one row.
+
 Edges are made here, not by the store, so every backend gets the same graph:
 - temporal: to the previous row of the same thread and of the same namespace;
 - reference: to recent rows that mention the same handle, DID, URL or AT-URI;
@@ -134,7 +138,7 @@ async def write_rows(
     edges = await _link(store, new_rows, vectors, policy) if new_rows else []
     edges += [Edge(src=new, dst=old, edge_type="supersedes") for new, old in replaced]
     refs = [_row_refs(r, policy) for r in new_rows]
-    await store.write(
+    stored = await store.write(
         [
             RowWrite(row=r, vector=v, refs=tuple(f))
             for r, v, f in zip(new_rows, vectors, refs, strict=True)
@@ -143,7 +147,10 @@ async def write_rows(
         superseded=[old for _, old in replaced],
         at=now,
     )
-    return rows
+    # The lookup above ran outside the write transaction: another process may have stored
+    # the same identity since. The store kept its row; every caller gets that one back.
+    winner = {new.row_id: kept for new, kept in zip(new_rows, stored, strict=True)}
+    return [winner.get(r.row_id, r) for r in rows]
 
 
 async def _superseded(

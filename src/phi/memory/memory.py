@@ -7,6 +7,7 @@ async with Memory.open("~/.phi/memory.db") as memory:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -425,25 +426,27 @@ class Memory:
     async def forget(self, namespace: str) -> ForgetReport:
         """Erase a namespace for good: the only hard delete, for a person who asks.
 
-        For a person's namespace (`phi-users-{did}`) their per-user block goes too, so
-        nothing phi kept about them survives.
+        For a person's namespace (`phi-users-{did}`) everything phi kept about them goes,
+        in one transaction (a failure part-way erases nothing): their rows; every row in
+        any namespace whose `author` is their DID or whose sources are their own records
+        (`at://{did}/...`); every row derived from any of those (a public card promoted
+        from their observation, through `meta["derived_from"]` or a `causal` edge); and
+        their per-user block. Public records phi already published on its PDS from an
+        erased row (`meta["published_uris"]`) cannot be deleted from here: the report
+        lists them in `published` for the operator to delete (`phi memory forget` prints
+        them).
         """
         validate_namespace(namespace)
-        blocks = 0
+        author: str | None = None
+        state: list[tuple[str, str]] = []
         if namespace.startswith(USER_NAMESPACE_PREFIX):
             from phi.memory.learning.blocks import BLOCK_SCOPE  # the learning layer sits above
 
-            did = namespace.removeprefix(USER_NAMESPACE_PREFIX)
-            blocks = await self.store.erase_state(BLOCK_SCOPE, f"user:{did}")
-        try:
-            report = await self.store.forget(namespace)
-        except NamespaceNotFound:
-            if not blocks:
-                raise
-            report = ForgetReport(namespace=namespace, rows=0, edges=0, kinds={})
-        if blocks:
-            kinds = {**report.kinds, "user block versions": blocks}
-            report = ForgetReport(
-                namespace=namespace, rows=report.rows, edges=report.edges, kinds=kinds
+            author = namespace.removeprefix(USER_NAMESPACE_PREFIX)
+            state.append((BLOCK_SCOPE, f"user:{author}"))
+        report = await self.store.forget(namespace, author=author, state=state)
+        if report.state:
+            report = dataclasses.replace(
+                report, kinds={**report.kinds, "user block versions": report.state}
             )
         return report

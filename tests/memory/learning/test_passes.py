@@ -132,6 +132,31 @@ async def test_review_matches_verdicts_by_key(memory: Memory, script: Script) ->
     assert (await memory.get(share)).status == "active"
 
 
+async def test_forgetting_a_person_erases_what_review_promoted_from_them(
+    memory: Memory, script: Script
+) -> None:
+    (share,) = await observations(memory, "recommends the book 'Mind of the Raven'")
+    unrelated = await memory.remember("ravens nest early", namespace=PUBLIC)
+    script.handlers["review"] = lambda p: {
+        "verdicts": [{"key": "o1", "verdict": "promote", "card": "Mind of the Raven: ravens"}]
+    }
+    (outcome,) = await review(memory, script.model(memory))
+    card = outcome.written
+    assert card is not None and card.namespace == PUBLIC
+    assert (card.author, card.meta["derived_from"]) == (DID, [share])
+    # Say phi then published the card as a public record on its PDS.
+    published = "at://did:plc:phi/io.phi.cosmikCard/3k"
+    await memory.remember(
+        "Mind of the Raven, on cosmik", namespace=PUBLIC,
+        meta={"derived_from": [card.row_id], "published_uris": [published]},
+    )  # fmt: skip
+    report = await memory.forget(ALICE)
+    assert (report.rows, dict(report.derived), report.published) == (
+        3, {PUBLIC: 2}, (published,),
+    )  # fmt: skip
+    assert [r.row_id async for r in memory.export(namespace=PUBLIC)] == [unrelated.row_id]
+
+
 async def test_review_with_unknown_keys_keeps_everything(memory: Memory, script: Script) -> None:
     ids = await observations(memory, "likes crows", "lives in berlin")
     script.handlers["review"] = lambda p: {"verdicts": [{"key": "o9", "verdict": "supersede"}]}

@@ -7,7 +7,9 @@ reordered verdict cannot land on the wrong row. An observation without a verdict
 a verdict for an unknown key is refused and the model asked again, and if it cannot
 answer, everything is kept. Supersede writes the corrected text over the old row (or, with
 no replacement, retires it); nothing is deleted. Promote keeps the observation and writes
-a public note card to `phi-public`.
+a public note card to `phi-public` that records where it came from (the person as its
+`author`, the observation in `meta["derived_from"]`, and a `causal` edge), so forgetting
+the person erases the card too.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from phi.memory.learning.extract import USER_PREFIX
 from phi.memory.learning.usage import SmallModel
 from phi.memory.memory import Memory
 from phi.memory.model import Edge, Row, utc_now
-from phi.memory.store.base import RowFilter
+from phi.memory.store.base import DERIVED_FROM, RowFilter
 
 __all__ = ["PUBLIC", "ReviewAnswer", "ReviewOutcome", "Verdict", "review"]
 
@@ -116,7 +118,9 @@ async def _apply(memory: Memory, outcome: ReviewOutcome) -> ReviewOutcome:
             kind="note",
             tags=clean_tags(row.tags),
             source_uris=row.source_uris,
-            meta={"learned_by": "review", "promoted_from": row.row_id},
+            # Provenance `Memory.forget` follows: the card goes when the person is forgotten.
+            author=row.author,
+            meta={"learned_by": "review", "promoted_from": row.row_id, DERIVED_FROM: [row.row_id]},
         )
         await memory.store.add_edges([Edge(src=row.row_id, dst=written.row_id, edge_type="causal")])
     return ReviewOutcome(row=row, verdict=outcome.verdict, text=text, written=written)

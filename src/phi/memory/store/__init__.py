@@ -4,6 +4,8 @@ from pathlib import Path
 
 from phi.errors import StoreError
 from phi.memory.store.base import (
+    DERIVED_FROM,
+    PUBLISHED_URIS,
     EmbeddingSpec,
     ForgetReport,
     Hit,
@@ -16,6 +18,8 @@ from phi.memory.store.base import (
 from phi.memory.store.sqlite import SQLiteStore
 
 __all__ = [
+    "DERIVED_FROM",
+    "PUBLISHED_URIS",
     "EmbeddingSpec",
     "ForgetReport",
     "Hit",

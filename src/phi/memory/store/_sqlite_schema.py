@@ -1,19 +1,32 @@
 """Connection setup and migrations of the SQLite store.
 
-Every connection passes through `prepare_connection`. Migrations are ordered functions
-registered by `@migration`; each commits together with its bookkeeping row, and an applied
+Every connection is made by `open_connection` (the busy timeout comes first: any later
+step may meet another process's lock) and then passes through `prepare_connection`.
+Migrations are ordered functions registered by `@migration`; `apply_migrations` runs the
+identity check and every pending migration under one exclusive transaction, so two
+processes creating a fresh store at once take turns instead of racing. An applied
 migration is never edited: a change of schema is a new migration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Final
 
 import apsw
 import sqlite_vec
 
-__all__ = ["APPLICATION_ID", "apply_migrations", "create_vector_table", "prepare_connection"]
+from phi.errors import StoreError
+
+__all__ = [
+    "APPLICATION_ID",
+    "apply_migrations",
+    "check_identity",
+    "create_vector_table",
+    "open_connection",
+    "prepare_connection",
+]
 
 APPLICATION_ID: Final = 0x70686931
 """`PRAGMA application_id` of a phi store ("phi1"), so a foreign SQLite file is recognised."""
@@ -32,35 +45,69 @@ def migration(fn: Migration) -> Migration:
     return fn
 
 
+def open_connection(
+    path: Path, *, flags: int | None = None, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> apsw.Connection:
+    """A connection with its busy timeout set before it does anything else: every later
+    step (even reading the schema) may meet another process's lock."""
+    conn = apsw.Connection(str(path)) if flags is None else apsw.Connection(str(path), flags=flags)
+    conn.set_busy_timeout(busy_timeout_ms)
+    return conn
+
+
+def check_identity(conn: apsw.Connection, path: Path) -> None:
+    """Refuse a database that is neither empty nor a phi store."""
+    (app_id,) = next(conn.execute("PRAGMA application_id"))
+    (tables,) = next(conn.execute("SELECT count(*) FROM sqlite_schema"))
+    if app_id != APPLICATION_ID and (app_id != 0 or tables > 0):
+        raise StoreError(
+            f"{str(path)!r} is a SQLite database of another program, not a phi memory "
+            "store; choose another path"
+        )
+
+
 def prepare_connection(conn: apsw.Connection) -> None:
-    """Load sqlite-vec and set WAL, foreign keys and a busy timeout."""
+    """Load sqlite-vec and set WAL and foreign keys (on a connection from `open_connection`)."""
     conn.enable_load_extension(True)
     conn.load_extension(sqlite_vec.loadable_path())
     conn.enable_load_extension(False)
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
 
 
-def apply_migrations(conn: apsw.Connection) -> list[str]:
-    """Apply pending migrations in order; return the names applied."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS phi_migrations"
-        " (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-    )
-    done = {name for (name,) in conn.execute("SELECT name FROM phi_migrations")}
-    applied = []
-    for name, fn in _MIGRATIONS:
-        if name in done:
-            continue
-        with conn:  # one transaction: the change and its bookkeeping row
-            fn(conn)
-            conn.execute(
-                "INSERT INTO phi_migrations (name, applied_at) VALUES (?, datetime('now'))", (name,)
-            )
-        applied.append(name)
+def apply_migrations(conn: apsw.Connection, path: Path) -> list[str]:
+    """Apply pending migrations in order; return the names applied.
+
+    Everything, the identity check and the read of what is already applied included, runs
+    inside one `BEGIN EXCLUSIVE`: a second process opening the same fresh file waits for
+    the first to finish and then finds nothing left to do (before, it could see a
+    half-made schema and call it another program's database, or create a table twice).
+    """
+    conn.execute("BEGIN EXCLUSIVE")
+    try:
+        check_identity(conn, path)
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS phi_migrations"
+            " (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+        done = {name for (name,) in conn.execute("SELECT name FROM phi_migrations")}
+        applied = []
+        for name, fn in _MIGRATIONS:
+            if name in done:
+                continue
+            with conn:  # a savepoint: the change and its bookkeeping row go together
+                fn(conn)
+                conn.execute(
+                    "INSERT INTO phi_migrations (name, applied_at) VALUES (?, datetime('now'))",
+                    (name,),
+                )
+            applied.append(name)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
     return applied
 
 

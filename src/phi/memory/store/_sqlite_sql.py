@@ -17,10 +17,9 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from phi.errors import NamespaceNotFound, RowNotFound, StoreError
+from phi.errors import RowNotFound, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
 from phi.memory.store.base import (
-    ForgetReport,
     Hit,
     HybridQuery,
     HybridSignals,
@@ -131,7 +130,10 @@ def where_sql(where: RowFilter, alias: str = "r") -> tuple[str, list[Any]]:
 # -- writes ------------------------------------------------------------------------------
 
 
-def insert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> None:
+def upsert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> Row:
+    """Insert a row with its vector, text and references, or return the row already stored
+    under its `(namespace, content_hash)`: decided here, inside the write transaction, so
+    two processes writing the same text at once make one row and both get it back."""
     row = item.row
     if item.vector.shape != (dimension,):
         raise StoreError(
@@ -139,9 +141,10 @@ def insert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> None:
         )
     thread = row.meta.get("thread")
     conn.execute(
-        "INSERT INTO rows (row_id, namespace, kind, content, content_hash, status, supersedes,"
-        " trust, tags, source_uris, author, thread, created_at, updated_at, meta)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO rows (row_id, namespace, kind, content, content_hash, status,"
+        " supersedes, trust, tags, source_uris, author, thread, created_at, updated_at, meta)"
+        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        " ON CONFLICT (namespace, content_hash) DO NOTHING",
         (
             row.row_id,
             row.namespace,
@@ -160,6 +163,10 @@ def insert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> None:
             json.dumps(dict(row.meta), ensure_ascii=False),
         ),
     )
+    if conn.changes() == 0:
+        return select_by_hash(conn, [(row.namespace, row.content_hash)])[
+            row.namespace, row.content_hash
+        ]
     rid = conn.last_insert_rowid()
     conn.execute(
         "INSERT INTO row_vectors (id, namespace, embedding, kind, status, author, created_at)"
@@ -181,6 +188,7 @@ def insert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> None:
     conn.executemany(
         "INSERT OR IGNORE INTO row_refs (ref, id) VALUES (?, ?)", [(r, rid) for r in item.refs]
     )
+    return row
 
 
 def internal_ids(conn: apsw.Connection, row_ids: Sequence[str]) -> dict[str, int]:
@@ -227,27 +235,6 @@ def set_status(conn: apsw.Connection, row_ids: Sequence[str], status: Status, at
             "UPDATE rows SET status = ?, updated_at = ? WHERE id = ?", (status, ts(at), rid)
         )
         conn.execute("UPDATE row_vectors SET status = ? WHERE id = ?", (status, rid))
-
-
-def erase_namespace(conn: apsw.Connection, namespace: str) -> ForgetReport:
-    ids = [i for (i,) in conn.execute("SELECT id FROM rows WHERE namespace = ?", (namespace,))]
-    if not ids:
-        raise NamespaceNotFound(namespace)
-    sql = "SELECT kind, count(*) FROM rows WHERE namespace = ? GROUP BY kind"
-    kinds = {kind: n for kind, n in conn.execute(sql, (namespace,))}
-    edges = 0
-    for chunk in chunks(ids):
-        m = marks(chunk)
-        touching = f"src IN ({m}) OR dst IN ({m})"
-        edges += next(
-            conn.execute(f"SELECT count(*) FROM edges WHERE {touching}", [*chunk, *chunk])
-        )[0]
-        conn.execute(f"DELETE FROM edges WHERE {touching}", [*chunk, *chunk])
-        conn.execute(f"DELETE FROM row_refs WHERE id IN ({m})", chunk)
-        conn.execute(f"DELETE FROM row_vectors WHERE id IN ({m})", chunk)
-        conn.execute(f"DELETE FROM row_text WHERE rowid IN ({m})", chunk)
-    conn.execute("DELETE FROM rows WHERE namespace = ?", (namespace,))
-    return ForgetReport(namespace=namespace, rows=len(ids), edges=edges, kinds=kinds)
 
 
 # -- reads -------------------------------------------------------------------------------

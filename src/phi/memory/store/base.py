@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Final, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +20,8 @@ import numpy.typing as npt
 from phi.memory.model import Edge, EdgeType, Kind, Row, Status
 
 __all__ = [
+    "DERIVED_FROM",
+    "PUBLISHED_URIS",
     "EmbeddingSpec",
     "ForgetReport",
     "Hit",
@@ -33,6 +35,15 @@ __all__ = [
     "gather_stepwise",
     "row_matches",
 ]
+
+
+DERIVED_FROM: Final = "derived_from"
+"""`meta` key: the ids of the rows a row was made from (a promoted public card names the
+person's observation). `forget` follows it, so a copy goes with its source."""
+PUBLISHED_URIS: Final = "published_uris"
+"""`meta` key: AT-URIs of public records phi published from a row (on its own PDS).
+`forget` cannot delete those (the memory engine has no network client): it lists them in
+`ForgetReport.published` for the operator to delete."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,8 +152,17 @@ class ForgetReport:
 
     namespace: str
     rows: int
+    """Every row erased: the namespace's and those derived from it elsewhere."""
     edges: int
     kinds: Mapping[str, int]
+    """Rows erased per kind (and, from `Memory.forget`, user block versions)."""
+    derived: Mapping[str, int] = field(default_factory=dict)
+    """Rows erased outside the namespace, per namespace (e.g. promoted `phi-public` cards)."""
+    published: tuple[str, ...] = ()
+    """AT-URIs of public records phi published from erased rows: still on its PDS, for the
+    operator to delete (see `PUBLISHED_URIS`)."""
+    state: int = 0
+    """Versions of learning state erased with the rows (e.g. the person's block)."""
 
 
 class Store(Protocol):
@@ -174,9 +194,15 @@ class Store(Protocol):
         *,
         superseded: Sequence[str] = (),
         at: datetime | None = None,
-    ) -> None:
+    ) -> list[Row]:
         """Insert rows and edges, and mark `superseded` rows so (as of `at`), in one
-        transaction: all of it is stored, or none."""
+        transaction: all of it is stored, or none.
+
+        The write is an idempotent upsert on `(namespace, content_hash)`, decided inside the
+        transaction: a row whose identity is already stored (written by another process a
+        moment ago, say) is not inserted again, and edges naming it are redirected to the
+        stored row. Returns the stored row for each write, in order.
+        """
         ...
 
     async def add_edges(self, edges: Sequence[Edge]) -> None:
@@ -261,8 +287,23 @@ class Store(Protocol):
         """Every row within `where`, oldest first."""
         ...
 
-    async def forget(self, namespace: str) -> ForgetReport:
-        """Hard-delete a namespace: its rows, vectors, text index, references and edges."""
+    async def forget(
+        self,
+        namespace: str,
+        *,
+        author: str | None = None,
+        state: Sequence[tuple[str, str]] = (),
+    ) -> ForgetReport:
+        """Hard-delete a namespace and everything derived from it, in one transaction.
+
+        Erased: the namespace's rows; with `author` (a DID), every row in any namespace
+        whose `author` is that DID or whose `source_uris` name one of their records
+        (`at://{author}/...`); then, repeatedly, every row derived from an erased row (its
+        `meta[DERIVED_FROM]` names it, or a `causal` edge leads to it from one). With each
+        row go its vector, text index entry, references, edges and learning marks; the
+        `(scope, key)` learning `state` goes in the same transaction. A failure anywhere
+        erases nothing. Raises `NamespaceNotFound` when there was nothing to erase.
+        """
         ...
 
     async def stats(self) -> StoreStats: ...

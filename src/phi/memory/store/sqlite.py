@@ -1,12 +1,15 @@
 """The default store: one SQLite file with sqlite-vec for vectors and FTS5 for BM25.
 
 One writer connection takes every write inside `BEGIN IMMEDIATE`; reads run on worker
-threads with a connection each. WAL mode lets another process read while phi writes.
-The SQL itself lives in `_sqlite_sql`.
+threads with a connection each. WAL mode lets another process read while phi writes, and
+several processes may write: each write waits its turn (busy timeout) and decides row
+identity inside its transaction. A driver error never leaves this module raw: it becomes
+a `StoreError` naming the store. The SQL itself lives in `_sqlite_sql`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
@@ -21,12 +24,15 @@ import numpy.typing as npt
 
 from phi.errors import EmbedderMismatch, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
+from phi.memory.store import _sqlite_forget as forget_sql
 from phi.memory.store import _sqlite_learning as learning_sql
 from phi.memory.store import _sqlite_sql as sql
 from phi.memory.store._sqlite_schema import (
-    APPLICATION_ID,
+    BUSY_TIMEOUT_MS,
     apply_migrations,
+    check_identity,
     create_vector_table,
+    open_connection,
     prepare_connection,
 )
 from phi.memory.store.base import (
@@ -52,8 +58,11 @@ T = TypeVar("T")
 class SQLiteStore:
     """A memory store in one SQLite file."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, busy_timeout: float = BUSY_TIMEOUT_MS / 1000) -> None:
+        """A store at `path`; `busy_timeout` is how many seconds a write waits for another
+        process's lock before it fails with `StoreError`."""
         self._path = Path(path)
+        self._busy_ms = int(busy_timeout * 1000)
         self._writer: apsw.Connection | None = None
         self._write_lock = anyio.Lock()
         self._local = threading.local()
@@ -73,32 +82,42 @@ class SQLiteStore:
 
     def _connect_sync(self) -> None:
         self._path.parent.mkdir(parents=True, exist_ok=True)
+        conn: apsw.Connection | None = None
         try:
-            conn = apsw.Connection(str(self._path))
-            self._check_identity(conn)
+            conn = open_connection(self._path, busy_timeout_ms=self._busy_ms)
+            # Read-only first: a foreign file is refused before WAL mode writes to it.
+            check_identity(conn, self._path)
             prepare_connection(conn)
-            apply_migrations(conn)
+            apply_migrations(conn, self._path)
             self._embedding = self._read_embedding(conn)
             if self._embedding is not None:
                 create_vector_table(conn, self._embedding.dimension)
-        except apsw.NotADBError as exc:
-            raise StoreError(
-                f"{str(self._path)!r} is not a SQLite database (corrupt or another kind of file)"
-            ) from exc
-        except apsw.CorruptError as exc:
-            raise StoreError(f"{str(self._path)!r} is corrupt: {exc}") from exc
+        except BaseException as exc:
+            if conn is not None:
+                conn.close()
+            if isinstance(exc, apsw.Error):
+                raise self._store_error(exc) from exc
+            raise
         self._writer = conn
 
-    def _check_identity(self, conn: apsw.Connection) -> None:
-        (app_id,) = next(conn.execute("PRAGMA application_id"))
-        (tables,) = next(conn.execute("SELECT count(*) FROM sqlite_schema"))
-        if app_id != APPLICATION_ID and (app_id != 0 or tables > 0):
-            raise StoreError(
-                f"{str(self._path)!r} is a SQLite database of another program, not a phi memory "
-                "store; choose another path"
+    def _store_error(self, exc: apsw.Error) -> StoreError:
+        """The one place a driver error becomes phi's."""
+        where = repr(str(self._path))
+        if isinstance(exc, apsw.NotADBError):
+            return StoreError(f"{where} is not a SQLite database (corrupt or another kind of file)")
+        if isinstance(exc, apsw.CorruptError):
+            return StoreError(f"{where} is corrupt: {exc}")
+        if isinstance(exc, apsw.BusyError | apsw.LockedError):
+            return StoreError(
+                f"the store {where} stayed locked by another process for over"
+                f" {self._busy_ms / 1000:g} s; try again when it is less busy"
             )
+        return StoreError(f"the store {where} failed: {type(exc).__name__}: {exc}")
 
     async def close(self) -> None:
+        # A fresh thread-local: worker threads outlive this store's connections, and the
+        # old one would hand a closed (or, before, a kept-open) reader to the next connect().
+        self._local = threading.local()
         with self._readers_lock:
             for conn in self._readers:
                 conn.close()
@@ -108,11 +127,14 @@ class SQLiteStore:
             self._writer = None
 
     def _reader(self) -> apsw.Connection:
-        conn: apsw.Connection | None = getattr(self._local, "conn", None)
+        local = self._local
+        conn: apsw.Connection | None = getattr(local, "conn", None)
         if conn is None:
-            conn = apsw.Connection(str(self._path), flags=apsw.SQLITE_OPEN_READWRITE)
+            conn = open_connection(
+                self._path, flags=apsw.SQLITE_OPEN_READWRITE, busy_timeout_ms=self._busy_ms
+            )
             prepare_connection(conn)
-            self._local.conn = conn
+            local.conn = conn
             with self._readers_lock:
                 self._readers.append(conn)
         return conn
@@ -122,9 +144,12 @@ class SQLiteStore:
             raise StoreError("the store is not connected; use `async with Memory.open(...)`")
 
         def run() -> T:
-            conn = self._reader()
-            with conn:  # one read transaction: a consistent snapshot
-                result = fn(conn)
+            try:
+                conn = self._reader()
+                with conn:  # one read transaction: a consistent snapshot
+                    result = fn(conn)
+            except apsw.Error as exc:
+                raise self._store_error(exc) from exc
             return result
 
         return await anyio.to_thread.run_sync(run, limiter=self._read_limiter)
@@ -135,13 +160,16 @@ class SQLiteStore:
             raise StoreError("the store is not connected; use `async with Memory.open(...)`")
 
         def run() -> T:
-            writer.execute("BEGIN IMMEDIATE")
             try:
-                result = fn(writer)
-            except BaseException:
-                writer.execute("ROLLBACK")
-                raise
-            writer.execute("COMMIT")
+                writer.execute("BEGIN IMMEDIATE")
+                try:
+                    result = fn(writer)
+                except BaseException:
+                    writer.execute("ROLLBACK")
+                    raise
+                writer.execute("COMMIT")
+            except apsw.Error as exc:
+                raise self._store_error(exc) from exc
             return result
 
         async with self._write_lock:
@@ -194,17 +222,35 @@ class SQLiteStore:
         *,
         superseded: Sequence[str] = (),
         at: datetime | None = None,
-    ) -> None:
+    ) -> list[Row]:
         dimension = self._dimension()
 
-        def write(conn: apsw.Connection) -> None:
-            for item in rows:
-                sql.insert_row(conn, item, dimension)
-            sql.insert_edges(conn, edges)
-            if superseded:
-                sql.set_status(conn, superseded, "superseded", at or datetime.now(UTC))
+        def write(conn: apsw.Connection) -> list[Row]:
+            stored = [sql.upsert_row(conn, item, dimension) for item in rows]
+            # A row already stored under the same identity stands in for the one given.
+            renamed = {
+                item.row.row_id: row.row_id
+                for item, row in zip(rows, stored, strict=True)
+                if row.row_id != item.row.row_id
+            }
+            if renamed:
+                edges_to_write: Sequence[Edge] = [
+                    dataclasses.replace(
+                        e, src=renamed.get(e.src, e.src), dst=renamed.get(e.dst, e.dst)
+                    )
+                    for e in edges
+                ]
+            else:
+                edges_to_write = edges
+            sql.insert_edges(conn, edges_to_write)
+            # A race can make a new row collapse onto the very row it supersedes: keep it.
+            kept = {row.row_id for row in stored}
+            retired = [old for old in superseded if old not in kept]
+            if retired:
+                sql.set_status(conn, retired, "superseded", at or datetime.now(UTC))
+            return stored
 
-        await self._write(write)
+        return await self._write(write)
 
     async def add_edges(self, edges: Sequence[Edge]) -> None:
         await self._write(partial(sql.insert_edges, edges=edges))
@@ -212,8 +258,16 @@ class SQLiteStore:
     async def set_status(self, row_ids: Sequence[str], status: Status, *, at: datetime) -> None:
         await self._write(partial(sql.set_status, row_ids=row_ids, status=status, at=at))
 
-    async def forget(self, namespace: str) -> ForgetReport:
-        return await self._write(partial(sql.erase_namespace, namespace=namespace))
+    async def forget(
+        self,
+        namespace: str,
+        *,
+        author: str | None = None,
+        state: Sequence[tuple[str, str]] = (),
+    ) -> ForgetReport:
+        return await self._write(
+            partial(forget_sql.erase, namespace=namespace, author=author, state=state)
+        )
 
     # -- reads -------------------------------------------------------------------------
 
