@@ -52,31 +52,28 @@ def variants() -> dict[str, RecallRecipe]:
     d = DEFAULT_RECIPE
     return {
         "default": d,
+        "- speaker expansion": replace(d, speaker_weight=0.0),
+        "- score floors (max-normalised)": replace(d, absolute_scores=False),
+        "- reached-only smoothing": replace(d, smooth_reached_only=False),
+        "old recipe (all three off)": replace(
+            d, speaker_weight=0.0, absolute_scores=False, smooth_reached_only=False
+        ),
         "no smoothing": replace(d, smooth_types=()),
-        "max-normalised scores (old)": replace(d, absolute_scores=False),
-        "floors 0.75 / 15": replace(d, dense_floor=0.75, text_floor=15.0),
-        "floors 0.5 / 5": replace(d, dense_floor=0.5, text_floor=5.0),
-        "smoothing lifts unreached rows (old)": replace(d, smooth_reached_only=False),
-        "reached: relevance >= 0.05": replace(d, smooth_min_relevance=0.05),
-        "reached: relevance >= 0.15": replace(d, smooth_min_relevance=0.15),
-        "reached: relevance >= 0.2": replace(d, smooth_min_relevance=0.2),
-        "reached: relevance >= 0.25": replace(d, smooth_min_relevance=0.25),
-        "candidates 200": replace(d, candidates=200),
         "smoothing capped at 1x own": replace(d, smooth_cap=1.0),
         "smoothing capped at 3x own": replace(d, smooth_cap=3.0),
-        "old scoring (both)": replace(d, absolute_scores=False, smooth_reached_only=False),
+        "reached: relevance >= 0.05": replace(d, smooth_min_relevance=0.05),
+        "reached: relevance >= 0.2": replace(d, smooth_min_relevance=0.2),
+        "speaker expansion 0.1": replace(d, speaker_weight=0.1),
+        "speaker expansion 0.5": replace(d, speaker_weight=0.5),
+        "floors 0.5 / 5": replace(d, dense_floor=0.5, text_floor=5.0),
+        "floors 0.75 / 15": replace(d, dense_floor=0.75, text_floor=15.0),
         "+ window context 0.3": replace(d, window_weight=0.3),
         "+ window context 0.5": replace(d, window_weight=0.5),
-        "+ speaker expansion": replace(d, speaker_weight=0.1),
-        "+ speaker expansion 0.3": replace(d, speaker_weight=0.3),
-        "+ speaker expansion 0.5": replace(d, speaker_weight=0.5),
-        "+ pseudo-relevance feedback": replace(d, feedback_rows=5, feedback_weight=0.5),
+        "+ pseudo-relevance feedback 5 / 0.5": replace(d, feedback_rows=5, feedback_weight=0.5),
         "+ pseudo-relevance feedback 3 / 0.3": replace(d, feedback_rows=3, feedback_weight=0.3),
-        "+ speaker 0.1 + feedback 3 / 0.3": replace(
-            d, speaker_weight=0.1, feedback_rows=3, feedback_weight=0.3
-        ),
         "+ reference edges": replace(d, smooth_types=("temporal", "reference")),
         "+ semantic edges": replace(d, smooth_types=("temporal", "semantic")),
+        "candidates 200": replace(d, candidates=200),
     }
 
 

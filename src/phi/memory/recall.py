@@ -110,6 +110,8 @@ class Recalled:
 
     row: Row
     score: float
+    """The same yardstick for every query (see `recall`): about 0.15 for a row that shares
+    no word with the query, 0.5 or more for a strong match; under 0.2 is a weak hit."""
     matched_by: MatchedBy
     age_seconds: float
 
