@@ -139,6 +139,33 @@ def test_bench_locomo_writes_rankings_and_prints_the_table(tmp_path: Path) -> No
     assert code == 2 and "no conversation 'conv-99'" in out
 
 
+def test_bench_locomo_prints_peers_plots_and_reuses_kept_stores(tmp_path: Path) -> None:
+    turns = [
+        {"speaker": "Ann", "dia_id": "D1:1", "text": "I just adopted a greyhound called Pixel!"},
+        {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely. I went sailing on the lake."},
+    ]
+    data = [{
+        "sample_id": "tiny",
+        "conversation": {"speaker_a": "Ann", "speaker_b": "Bo", "session_1": turns,
+                         "session_1_date_time": "1:56 pm on 8 May, 2023"},
+        "qa": [{"question": "What is the name of Ann's dog?", "answer": "Pixel",
+                "evidence": ["D1:1"], "category": 4}],
+    }]  # fmt: skip
+    source = tmp_path / "tiny.json"
+    source.write_text(json.dumps(data))
+    chart, stores = tmp_path / "recall.png", tmp_path / "stores"
+    args = ("bench", "locomo", str(source), "--stores", str(stores), "--plot", str(chart))
+    code, out = phi(*args)
+    assert code == 0, out
+    assert "mem0 2.2.1 hybrid" in out and "0.524" in out and "engram-search" in out
+    assert chart.read_bytes().startswith(b"\x89PNG")
+    assert "2 turns in" in out
+    code, out = phi(*args)
+    assert code == 0 and "0 turns in" in out  # the kept store is reused, not filled again
+    code, out = phi("bench", "locomo", str(source), "--plot", str(tmp_path / "no" / "x.png"))
+    assert code == 2 and "cannot write the chart" in out
+
+
 def test_stats_shows_model_calls_and_tokens_per_pass(db: str) -> None:
     import anyio
 

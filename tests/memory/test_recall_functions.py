@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from phi.memory._rerank import (
+    absolute_relevance,
+    feedback_vector,
+    speaker_boost,
+    speaker_of,
+    window_dense,
+)
 from phi.memory.recall import (
     fuse_max_normalised,
     query_terms,
@@ -51,3 +59,58 @@ def test_recency_factor_halves_its_lift_every_half_life() -> None:
     assert recency_factor(10 * 86_400, weight=0.2, half_life_days=10) == pytest.approx(1.1)
     assert recency_factor(1e12, weight=0.2, half_life_days=10) == pytest.approx(1.0)
     assert recency_factor(5, weight=0.0, half_life_days=10) == 1.0
+
+
+def test_smoothing_lifts_only_rows_the_query_reached() -> None:
+    chain = {"a": ["b"], "b": ["a", "c"], "c": ["b"]}
+    scores = {"a": 1.0, "b": 0.02, "c": 0.3}
+    out = smooth_scores(scores, chain, weight=0.5, decay=0.5, hops=1, reached={"a", "c"})
+    assert out["b"] == pytest.approx(0.02)  # next to a strong match, but not reached
+    assert out["c"] == pytest.approx(0.3 + 0.5 * 0.02)
+    capped = smooth_scores(scores, chain, weight=0.5, decay=0.5, hops=1, cap=1.0)
+    assert capped["b"] == pytest.approx(0.02 + 0.5 * 0.02)
+
+
+def test_relevance_is_measured_against_the_best_hit_or_a_floor() -> None:
+    strong = absolute_relevance(
+        hits(("a", 0.8), ("b", 0.4)),
+        hits(("a", 16.0)),
+        dense_weight=0.5,
+        dense_floor=0.6,
+        text_floor=8.0,
+    )
+    assert strong == pytest.approx({"a": 1.0, "b": 0.25})
+    # The best of a weak query is not promoted to 1.0: an agent can drop it.
+    weak = absolute_relevance(
+        hits(("x", 0.15)), hits(("x", 2.0)), dense_weight=0.5, dense_floor=0.6, text_floor=8.0
+    )
+    assert weak == pytest.approx({"x": 0.5 * 0.25 + 0.5 * 0.25})
+
+
+def test_speaker_boost_matches_a_named_speaker_or_a_word_of_a_handle() -> None:
+    assert speaker_of("Alice: hi there\nBob: hello") == "alice"
+    assert speaker_of("no speaker here") is None
+    contents = {
+        "1": "Alice: I adopted a cat",
+        "2": "alice.bsky.social: new job today",
+        "3": "Bob: Alice told me about her cat",
+        "4": "a note about alice",
+    }
+    assert speaker_boost(contents, ["alice", "cat"]) == {"1", "2"}
+
+
+def test_feedback_moves_the_query_towards_its_best_rows() -> None:
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    moved = feedback_vector(query, [np.array([0.0, 1.0], dtype=np.float32)], weight=1.0)
+    assert moved == pytest.approx(np.array([1.0, 1.0]) / np.sqrt(2))
+    assert feedback_vector(query, [], weight=1.0) is query
+
+
+def test_window_scores_a_row_with_its_neighbours() -> None:
+    vectors = {
+        "q": np.array([1.0, 0.0], dtype=np.float32),
+        "yes": np.array([0.0, 1.0], dtype=np.float32),
+    }
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    out = window_dense(query, vectors, {"yes": ["q"]}, ["yes", "missing"])
+    assert out == pytest.approx({"yes": 1 / np.sqrt(2)})

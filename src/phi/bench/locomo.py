@@ -21,6 +21,7 @@ from typing import Any, Final
 from phi.errors import InvalidInput
 from phi.memory import Memory, MiniLMEmbedder, NewRow, Turn
 from phi.memory.embed import Embedder
+from phi.memory.recall import DEFAULT_RECIPE, RecallRecipe
 
 __all__ = ["CATEGORIES", "KS", "LocomoResult", "QuestionResult", "load_conversations", "run_locomo"]
 
@@ -129,38 +130,52 @@ def interaction_rows(sample: dict[str, Any], namespace: str) -> list[NewRow]:
     return rows
 
 
-async def run_conversation(
-    sample: dict[str, Any], *, embedder: Embedder, workdir: Path, k: int, result: LocomoResult
+async def ingest_conversation(memory: Memory, sample: dict[str, Any], result: LocomoResult) -> None:
+    """Write every turn of `sample` unless its store already holds them (a kept store)."""
+    rows = interaction_rows(sample, f"locomo-{sample['sample_id']}")
+    namespace = rows[0].namespace
+    known = {info.namespace: info.rows for info in await memory.namespaces(prefix=namespace)}
+    if known.get(namespace, 0) >= len(rows):
+        return
+    started = time.perf_counter()
+    for start in range(0, len(rows), 64):
+        await memory.remember_many(rows[start : start + 64])
+    result.ingest_seconds += time.perf_counter() - started
+    result.turns += len(rows)
+
+
+async def ask_questions(
+    memory: Memory,
+    sample: dict[str, Any],
+    *,
+    k: int,
+    recipe: RecallRecipe,
+    result: LocomoResult,
 ) -> None:
-    """Ingest one conversation into a fresh store and ask its questions."""
+    """Ask every question of categories 1-4 that has evidence among the turns."""
     sample_id = sample["sample_id"]
     namespace = f"locomo-{sample_id}"
-    rows = interaction_rows(sample, namespace)
-    dia_ids = {r.meta["dia_id"] for r in rows}
-    async with Memory.open(workdir / f"{sample_id}.db", embedder=embedder) as memory:
+    dia_ids = {r.meta["dia_id"] for r in interaction_rows(sample, namespace)}
+    for qa in sample["qa"]:
+        category = int(qa["category"])
+        evidence = tuple(e for e in qa.get("evidence", []) if e in dia_ids)
+        if category not in CATEGORIES or not evidence:
+            continue
         started = time.perf_counter()
-        for start in range(0, len(rows), 64):
-            await memory.remember_many(rows[start : start + 64])
-        result.ingest_seconds += time.perf_counter() - started
-        result.turns += len(rows)
-        for qa in sample["qa"]:
-            category = int(qa["category"])
-            evidence = tuple(e for e in qa.get("evidence", []) if e in dia_ids)
-            if category not in CATEGORIES or not evidence:
-                continue
-            started = time.perf_counter()
-            found = await memory.search(qa["question"], namespace=namespace, limit=max(k, 20))
-            latency = (time.perf_counter() - started) * 1000
-            result.questions.append(
-                QuestionResult(
-                    sample_id=sample_id,
-                    question=qa["question"],
-                    category=category,
-                    evidence=evidence,
-                    ranked=tuple(str(f.row.meta["dia_id"]) for f in found),
-                    latency_ms=latency,
-                )
+        found = await memory.search(
+            qa["question"], namespace=namespace, limit=max(k, 20), recipe=recipe
+        )
+        latency = (time.perf_counter() - started) * 1000
+        result.questions.append(
+            QuestionResult(
+                sample_id=sample_id,
+                question=qa["question"],
+                category=category,
+                evidence=evidence,
+                ranked=tuple(str(f.row.meta["dia_id"]) for f in found),
+                latency_ms=latency,
             )
+        )
 
 
 async def run_locomo(
@@ -170,14 +185,26 @@ async def run_locomo(
     k: int = 20,
     out: Path | None = None,
     embedder: Embedder | None = None,
+    recipe: RecallRecipe = DEFAULT_RECIPE,
+    store_dir: Path | None = None,
 ) -> LocomoResult:
-    """Run the benchmark; write one JSON line per question to `out` if given."""
+    """Run the benchmark; write one JSON line per question to `out` if given.
+
+    Each conversation gets its own store, in a temporary folder, or in `store_dir` where it
+    is kept and reused by the next run (ingest once, then compare recipes quickly).
+    """
     conversations = load_conversations(path, samples)
     embedder = embedder or MiniLMEmbedder()
     result = LocomoResult()
     with tempfile.TemporaryDirectory(prefix="phi-locomo-") as tmp:
+        workdir = store_dir or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
         for sample in conversations:
-            await run_conversation(sample, embedder=embedder, workdir=Path(tmp), k=k, result=result)
+            async with Memory.open(
+                workdir / f"{sample['sample_id']}.db", embedder=embedder
+            ) as memory:
+                await ingest_conversation(memory, sample, result)
+                await ask_questions(memory, sample, k=k, recipe=recipe, result=result)
     if out is not None:
         with out.open("w") as fh:
             for q in result.questions:

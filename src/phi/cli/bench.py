@@ -9,7 +9,9 @@ import typer
 from rich.table import Table
 
 from phi.bench.locomo import CATEGORIES, KS, LocomoResult, run_locomo
-from phi.cli._edge import console, run
+from phi.bench.peers import PEERS
+from phi.cli._edge import console, fail, run
+from phi.errors import InvalidInput
 
 bench_app = typer.Typer(help="Benchmarks of the memory engine.", no_args_is_help=True)
 
@@ -24,16 +26,33 @@ def locomo(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write one JSON line per question.")
     ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Write a chart of R@10 by category beside the peers."),
+    ] = None,
+    stores: Annotated[
+        Path | None,
+        typer.Option("--stores", help="Keep each conversation's store here and reuse it."),
+    ] = None,
 ) -> None:
     """Retrieval quality on LoCoMo: recall@1/5/10/20 through phi's own write and recall path."""
 
     async def go() -> LocomoResult:
-        return await run_locomo(data, samples=sample or (), k=max(k, 20), out=out)
+        return await run_locomo(data, samples=sample or (), k=max(k, 20), out=out, store_dir=stores)
 
     result = run(go)
     print_locomo(result)
+    print_peers()
     if out is not None:
         console.print(f"wrote {len(result.questions)} lines to {out}")
+    if plot is not None:
+        from phi.bench.plot import plot_locomo  # matplotlib is a development dependency
+
+        try:
+            plot_locomo(result, plot)
+        except InvalidInput as exc:
+            fail(str(exc))
+        console.print(f"wrote a chart to {plot}")
 
 
 def print_locomo(result: LocomoResult) -> None:
@@ -58,3 +77,16 @@ def print_locomo(result: LocomoResult) -> None:
         f"embedding included); recall latency p50 {result.latency_ms(0.5):.1f} ms, "
         f"p95 {result.latency_ms(0.95):.1f} ms (query embedding included)"
     )
+
+
+def print_peers() -> None:
+    """Other methods measured here the same way (turn recall, categories 1-4, no LLM)."""
+    table = Table(title="Peers on LoCoMo, measured here (dev: comparable with the table above)")
+    table.add_column("method")
+    table.add_column("split")
+    for k in KS:
+        table.add_column(f"R@{k}", justify="right")
+    for peer in PEERS:
+        cells = ("-" if v is None else f"{v:.3f}" for v in peer.recall)
+        table.add_row(peer.method, peer.split, *cells)
+    console.print(table)

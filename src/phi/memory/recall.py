@@ -10,16 +10,27 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Final, Literal
 
+import numpy as np
+import numpy.typing as npt
+
+from phi.memory._rerank import absolute_relevance, feedback_vector, speaker_boost, window_dense
 from phi.memory._stopwords import STOPWORDS
 from phi.memory.embed import Embedder
 from phi.memory.model import EdgeType, Row
-from phi.memory.store.base import Hit, HybridQuery, RowFilter, Store, row_matches
+from phi.memory.store.base import (
+    Hit,
+    HybridQuery,
+    HybridSignals,
+    RowFilter,
+    Store,
+    row_matches,
+)
 
 __all__ = [
     "DEFAULT_RECIPE",
@@ -64,6 +75,30 @@ class RecallRecipe:
     recency_weight: float = 0.1
     """How much a fresh row is lifted over an old one of equal relevance."""
     recency_half_life_days: float = 30.0
+    absolute_scores: bool = True
+    """Score rows by `absolute_relevance` (each retriever against its best hit or a floor,
+    whichever is stronger); off, against the query's best hit alone (the old way)."""
+    dense_floor: float = 0.6
+    """The cosine of a strong dense match (MiniLM: a question and the turn answering it)."""
+    text_floor: float = 8.0
+    """The BM25 score of a strong text match (FTS5 BM25 over chat turns)."""
+    smooth_reached_only: bool = True
+    """Only rows the query reached (own relevance at least `smooth_min_relevance`) borrow
+    from their neighbours: smoothing never lifts a row the query itself did not reach."""
+    smooth_min_relevance: float = 0.1
+    """Own relevance from which a row counts as reached by the query."""
+    smooth_cap: float | None = None
+    """If set, a row borrows at most this many times its own score from each hop."""
+    window_weight: float = 0.0
+    """Share of a row's dense score taken from the row with its neighbouring turns."""
+    window_types: tuple[EdgeType, ...] = ("temporal",)
+    """Edges that make a row's window."""
+    speaker_weight: float = 0.3
+    """Lift (times its own relevance) for a row said by a person the query names."""
+    feedback_rows: int = 0
+    """Pseudo-relevance feedback: move the query towards this many best rows (0: off)."""
+    feedback_weight: float = 0.5
+    """How far the query moves towards the mean of those rows."""
 
 
 DEFAULT_RECIPE: Final = RecallRecipe()
@@ -75,6 +110,8 @@ class Recalled:
 
     row: Row
     score: float
+    """The same yardstick for every query (see `recall`): about 0.15 for a row that shares
+    no word with the query, 0.5 or more for a strong match; under 0.2 is a weak hit."""
     matched_by: MatchedBy
     age_seconds: float
 
@@ -124,24 +161,38 @@ def smooth_scores(
     weight: float,
     decay: float,
     hops: int,
+    reached: Collection[str] | None = None,
+    cap: float | None = None,
 ) -> dict[str, float]:
-    """`S'(x) = S(x) + weight * sum over d in 1..hops of decay**(d-1) * max S(y), d hops away`.
+    """`S'(x) = S(x) + weight * sum over d in 1..hops of decay**(d-1) * B_d(x)`, where
+    `B_d(x)` is the best score `d` hops away, at most `cap * S(x)` when a cap is given.
 
     A row next to a strong match borrows from it: the answer to a question often sits one
     turn after the words that match the question. Taking the best neighbour at each
     distance (not the sum) keeps a row between two matches from outranking both.
+
+    Only rows in `reached` (when given: the rows a retriever proposed for the query) borrow;
+    the others keep their own score, so a row the query did not reach is never lifted by
+    its neighbours.
     """
     nodes = set(scores) | set(adjacency)
     out: dict[str, float] = {}
     for node in nodes:
         total = scores.get(node, 0.0)
+        if reached is not None and node not in reached:
+            if total > 0.0:
+                out[node] = total
+            continue
         frontier, seen = {node}, {node}
         for d in range(1, hops + 1):
             frontier = {n for f in frontier for n in adjacency.get(f, ()) if n not in seen}
             if not frontier:
                 break
             seen |= frontier
-            total += weight * decay ** (d - 1) * max(scores.get(n, 0.0) for n in frontier)
+            best = max(scores.get(n, 0.0) for n in frontier)
+            if cap is not None:
+                best = min(best, cap * scores.get(node, 0.0))
+            total += weight * decay ** (d - 1) * best
         if total > 0.0:
             out[node] = total
     return out
@@ -165,12 +216,21 @@ async def recall(
     now: datetime,
     recipe: RecallRecipe = DEFAULT_RECIPE,
 ) -> list[Recalled]:
-    """The best `limit` rows within `where` for `query`, best first."""
+    """The best `limit` rows within `where` for `query`, best first.
+
+    A score means the same for every query (with the default `absolute_scores`): the row's
+    own relevance `dense_weight * cosine + (1 - dense_weight) * text_strength(bm25)` in
+    [0, 1], plus what it borrows from its neighbours (never more than
+    `smooth_weight * (1 + smooth_decay)` times its own relevance), times the recency factor
+    (at most `1 + recency_weight`). A row sharing no word with the query and of cosine
+    0.3 scores about 0.15; an exact keyword match of cosine 0.6, 0.6 or more.
+    """
     vector = (await embedder.embed([query]))[0]
+    terms = tuple(query_terms(query))
     signals = await store.hybrid(
         HybridQuery(
             vector=vector,
-            terms=tuple(query_terms(query)),
+            terms=terms,
             where=where,
             candidates=recipe.candidates,
             graph_types=recipe.smooth_types if recipe.smooth_weight else (),
@@ -178,9 +238,18 @@ async def recall(
             seeds=partial(best_fused, weight=recipe.dense_weight, count=recipe.smooth_seeds),
         )
     )
-    fused = fuse_max_normalised(
-        [(signals.dense, recipe.dense_weight), (signals.text, 1.0 - recipe.dense_weight)]
-    )
+    dense: Sequence[Hit] = signals.dense
+    if recipe.feedback_rows:
+        dense = await _feedback_dense(store, vector, signals, where, recipe)
+    if recipe.window_weight:
+        dense = await _window_dense(store, vector, dense, recipe)
+    fused = _relevance(dense, signals.text, recipe)
+    if recipe.speaker_weight:
+        rows_now = await store.get_rows(list(fused))
+        spoken = speaker_boost({r.row_id: r.content for r in rows_now}, terms)
+        fused = {
+            k: v * (1.0 + recipe.speaker_weight) if k in spoken else v for k, v in fused.items()
+        }
     scores = (
         smooth_scores(
             fused,
@@ -188,6 +257,8 @@ async def recall(
             weight=recipe.smooth_weight,
             decay=recipe.smooth_decay,
             hops=recipe.smooth_hops,
+            reached=_reached(fused, recipe),
+            cap=recipe.smooth_cap,
         )
         if signals.adjacency
         else fused
@@ -216,6 +287,66 @@ async def recall(
             age_seconds=age,
         )
         for score, row, age in ranked[:limit]
+    ]
+
+
+def _reached(fused: Mapping[str, float], recipe: RecallRecipe) -> frozenset[str] | None:
+    # Not "proposed by a retriever": in a small store the dense retriever proposes every
+    # row, however unrelated.
+    if not recipe.smooth_reached_only:
+        return None
+    floor = recipe.smooth_min_relevance
+    return frozenset(k for k, v in fused.items() if v >= floor)
+
+
+def _relevance(dense: Sequence[Hit], text: Sequence[Hit], recipe: RecallRecipe) -> dict[str, float]:
+    if recipe.absolute_scores:
+        return absolute_relevance(
+            dense,
+            text,
+            dense_weight=recipe.dense_weight,
+            dense_floor=recipe.dense_floor,
+            text_floor=recipe.text_floor,
+        )
+    return fuse_max_normalised([(dense, recipe.dense_weight), (text, 1.0 - recipe.dense_weight)])
+
+
+async def _feedback_dense(
+    store: Store,
+    vector: npt.NDArray[np.float32],
+    signals: HybridSignals,
+    where: RowFilter,
+    recipe: RecallRecipe,
+) -> list[Hit]:
+    """Dense scores against the query moved towards its best rows (pseudo-relevance)."""
+    first = _relevance(signals.dense, signals.text, recipe)
+    best = sorted(first, key=lambda i: -first[i])[: recipe.feedback_rows]
+    vectors = await store.get_vectors(best)
+    moved = feedback_vector(
+        vector, [vectors[i] for i in best if i in vectors], weight=recipe.feedback_weight
+    )
+    found = await store.vector_search(moved, where, limit=recipe.candidates)
+    known = {h.row_id for h in found}
+    rest = [h.row_id for h in signals.dense if h.row_id not in known]
+    again = await store.vector_scores(moved, rest)
+    return found + [Hit(row_id=i, score=v) for i, v in again.items()]
+
+
+async def _window_dense(
+    store: Store, vector: npt.NDArray[np.float32], dense: Sequence[Hit], recipe: RecallRecipe
+) -> list[Hit]:
+    """Dense scores blended with the score of each row's window of neighbouring turns."""
+    ids = [h.row_id for h in dense]
+    adjacency: dict[str, list[str]] = {}
+    for edge in await store.edges(ids, types=recipe.window_types):
+        adjacency.setdefault(edge.src, []).append(edge.dst)
+        adjacency.setdefault(edge.dst, []).append(edge.src)
+    vectors = await store.get_vectors(list({*ids, *(n for v in adjacency.values() for n in v)}))
+    window = window_dense(vector, vectors, adjacency, ids)
+    share = recipe.window_weight
+    return [
+        Hit(row_id=h.row_id, score=(1 - share) * h.score + share * window.get(h.row_id, h.score))
+        for h in dense
     ]
 
 
