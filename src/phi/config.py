@@ -88,6 +88,10 @@ class Settings(BaseSettings):
     web_token: SecretStr | None = None
     """Bearer token for the web API's write and control routes; unset means read-only."""
 
+    web_trusted_hosts: list[str] = []
+    """`Host` names `phi web` answers besides the loopback names (`*`: any), e.g. its
+    public name when it binds a non-loopback address."""
+
     poll_seconds: float = Field(default=10, gt=0)
     """Seconds between two notification polls of `phi run`."""
 

@@ -16,6 +16,8 @@ from phi.web import create_app
 
 TOKEN = "s3cret-token"
 THREAD = "at://did:plc:alice/app.bsky.feed.post/3kthread"
+LOCAL = "http://127.0.0.1"
+"""The app answers loopback names only; TestClient's default `testserver` is refused."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,12 +80,12 @@ def filled(tmp_path: Path, minilm: MiniLMEmbedder) -> Filled:
 @pytest.fixture
 def client(filled: Filled, minilm: MiniLMEmbedder) -> Iterator[TestClient]:
     app = create_app(lambda: Memory.open(filled.db, embedder=minilm), token=TOKEN)
-    with TestClient(app) as test_client:
+    with TestClient(app, base_url=LOCAL) as test_client:
         yield test_client
 
 
 @pytest.fixture
 def read_only_client(filled: Filled, minilm: MiniLMEmbedder) -> Iterator[TestClient]:
     app = create_app(lambda: Memory.open(filled.db, embedder=minilm))
-    with TestClient(app) as test_client:
+    with TestClient(app, base_url=LOCAL) as test_client:
         yield test_client

@@ -20,7 +20,7 @@ async def test_an_open_memory_is_served_and_left_open(
         row = await memory.remember("the garden needs water", namespace="notes")
         app = create_app(memory=memory)
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://phi") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             found = (await client.get("/api/memory/search", params={"q": "garden"})).json()
             assert [hit["row_id"] for hit in found["results"]] == [row.row_id]
         assert (await memory.get(row.row_id)).content == "the garden needs water"

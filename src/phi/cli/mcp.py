@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from phi.cli._edge import fail, open_memory, run
+from phi.errors import UserError
 from phi.mcp import DEFAULT_SESSION_NAMESPACE, McpOptions, build_server
 
 __all__ = ["mcp_command"]
@@ -45,11 +46,14 @@ def mcp_command(
     """Serve phi's memory over MCP: remember, recall, preload, neighbors, history, capture."""
     if http and not _loopback(host):
         fail(f"--host {host!r} is not a loopback address; the MCP server has no authentication")
-    options = McpOptions(
-        namespace_prefix=namespace_prefix,
-        allow_forget=allow_forget,
-        session_namespace=session_namespace,
-    )
+    try:
+        options = McpOptions(
+            namespace_prefix=namespace_prefix,
+            allow_forget=allow_forget,
+            session_namespace=session_namespace,
+        )
+    except UserError as exc:
+        fail(str(exc))
 
     async def go() -> None:
         async with open_memory(db) as memory:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from phi.cli._edge import open_memory, run
+from phi.cli._edge import err_console, fail, open_memory, run
 from phi.config import Settings
 
 __all__ = ["web_command"]
@@ -18,18 +18,45 @@ def web_command(
     ] = None,
     host: Annotated[str | None, typer.Option(help="Address (default $PHI_WEB_HOST).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default $PHI_WEB_PORT).")] = None,
+    trusted_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trusted-host",
+            help="A Host name to answer besides loopback (repeatable; '*' for any; "
+            "also $PHI_WEB_TRUSTED_HOSTS).",
+        ),
+    ] = None,
 ) -> None:
-    """Serve the memory API and the page at /memory (writes need $PHI_WEB_TOKEN)."""
+    """Serve the memory API and the page at /memory (writes need $PHI_WEB_TOKEN; off
+    loopback, reads need it too)."""
     import uvicorn
 
-    from phi.web import create_app
+    from phi.web import LOOPBACK_HOSTS, create_app, is_loopback
 
     settings = Settings()
     token = settings.web_token.get_secret_value() if settings.web_token else None
-    app = create_app(lambda: open_memory(db), token=token)
-    config = uvicorn.Config(
-        app, host=host or settings.web_host, port=port or settings.web_port, log_level="info"
+    bind = host or settings.web_host
+    public = not is_loopback(bind)
+    if public and not token:
+        fail(
+            f"--host {bind!r} is not a loopback address and PHI_WEB_TOKEN is not set: anyone "
+            "who reaches it could read every person's memory; set PHI_WEB_TOKEN (reads then "
+            "need it too) or bind 127.0.0.1"
+        )
+    if public:
+        err_console.print(
+            f"[bold yellow]warning:[/] serving on {bind!r}, reachable from other machines: "
+            "every request, reads included, needs the bearer token",
+            highlight=False,
+            soft_wrap=True,
+        )
+    hosts = [*LOOPBACK_HOSTS, *settings.web_trusted_hosts, *(trusted_host or ())]
+    if public and bind not in ("0.0.0.0", "::"):
+        hosts.append(bind)
+    app = create_app(
+        lambda: open_memory(db), token=token, trusted_hosts=hosts, token_for_reads=public
     )
+    config = uvicorn.Config(app, host=bind, port=port or settings.web_port, log_level="info")
 
     async def go() -> None:
         await uvicorn.Server(config).serve()

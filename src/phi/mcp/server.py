@@ -19,12 +19,15 @@ from typing import Annotated, Any, Final, ParamSpec, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from pydantic import Field
 
-from phi.errors import InvalidInput, PhiError
+from phi.errors import InvalidInput, NamespaceNotFound, PhiError
 from phi.mcp._scope import Scope
 from phi.mcp.capture import CaptureKind, capture
 from phi.memory import EdgeType, Kind, Memory, user_namespace
+from phi.memory.model import validate_namespace
 
 __all__ = ["DEFAULT_SESSION_NAMESPACE", "McpOptions", "build_server"]
 
@@ -52,6 +55,18 @@ class McpOptions:
     """Register the `forget` tool (a hard delete) at all."""
     session_namespace: str = DEFAULT_SESSION_NAMESPACE
     """Default namespace of `capture`; the prefix is put in front of it when it lacks it."""
+
+    def __post_init__(self) -> None:
+        # An empty prefix would confine nothing while looking like confinement.
+        if self.namespace_prefix is not None:
+            try:
+                validate_namespace(self.namespace_prefix)
+            except InvalidInput:
+                raise InvalidInput(
+                    f"namespace prefix {self.namespace_prefix!r} confines nothing or is not "
+                    "the start of a namespace name; give e.g. 'myagent-' (letters, digits and "
+                    ". _ : % -), or leave the option out to serve the whole store"
+                ) from None
 
     def default_namespace(self) -> str:
         prefix = self.namespace_prefix or ""
@@ -253,15 +268,25 @@ def _add_read_tools(server: MCPServer, memory: Memory, scope: Scope) -> None:
         return {"history": [row.to_json() for row in chain if scope.allows(row.namespace)]}
 
 
+NO_MEMORY_YET: Final = "(no memory yet{where}: this is the first session; nothing to recall)"
+"""What a session's first call gets from an empty store or namespace: not an error."""
+
+
 def _add_session_start(server: MCPServer, memory: Memory, scope: Scope) -> None:
     async def _window_text(hint: str, namespace: str | None) -> str:
+        # Prompts and resources have no tool-error channel: a phi error becomes an MCP
+        # "invalid params" error carrying its message (anything else would reach the client
+        # as "Internal server error").
+        where = f" in {namespace!r}" if namespace else ""
         try:
             window = await memory.preload(
                 hint, namespace=await scope.namespaces(memory, [namespace] if namespace else None)
             )
+        except NamespaceNotFound:
+            return NO_MEMORY_YET.format(where=where)
         except PhiError as exc:
-            raise ToolError(str(exc)) from None
-        return window.text
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+        return window.text or NO_MEMORY_YET.format(where=where)
 
     @server.prompt()
     async def session_start(hint: str = "the work ahead", namespace: str | None = None) -> str:

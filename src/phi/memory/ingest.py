@@ -33,6 +33,7 @@ from phi.memory.model import (
     new_row_id,
     utc_now,
     validate_namespace,
+    validate_row_text,
 )
 from phi.memory.store.base import RowFilter, RowWrite, Store
 
@@ -76,6 +77,7 @@ def extract_refs(text: str) -> list[str]:
 
 def _validate(item: NewRow) -> None:
     validate_namespace(item.namespace)
+    validate_row_text(item)
     if item.kind not in KINDS:
         raise InvalidInput(f"unknown kind {item.kind!r}; expected one of {', '.join(KINDS)}")
     if item.trust not in TRUSTS:

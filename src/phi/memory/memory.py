@@ -36,6 +36,7 @@ from phi.memory.model import (
     ensure_utc,
     utc_now,
     validate_namespace,
+    validate_text,
 )
 from phi.memory.preload import ContextWindow, build_window
 from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe, recall
@@ -281,6 +282,7 @@ class Memory:
         """
         if not query.strip():
             raise InvalidInput("empty query; say what to recall")
+        validate_text(query, what="query")
         if not 1 <= limit <= 1000:
             raise InvalidInput(f"limit {limit} is out of range 1-1000")
         where = self._filter(namespace, kinds, status, author, since, until)
@@ -317,6 +319,8 @@ class Memory:
         )
         for name in names or ():
             validate_namespace(name)
+        if author is not None:
+            validate_text(author, what="author")
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}; expected one of {', '.join(STATUSES)}")
         return RowFilter(
@@ -330,7 +334,7 @@ class Memory:
 
     async def get(self, row_id: str) -> Row:
         """One row by id."""
-        rows = await self.store.get_rows([row_id])
+        rows = await self.store.get_rows([validate_text(row_id, what="row id")])
         if not rows:
             raise RowNotFound(row_id)
         return rows[0]
@@ -392,6 +396,7 @@ class Memory:
         """The context a session starts with: recent, relevant and connected rows."""
         if budget_tokens < 50:
             raise InvalidInput(f"budget of {budget_tokens} tokens is too small; give at least 50")
+        validate_text(hint, what="hint")
         where = self._filter(namespace, None, "active", None, None, None)
         await self._require_namespaces(where)
         return await build_window(

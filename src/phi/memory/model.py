@@ -39,7 +39,10 @@ __all__ = [
     "content_hash",
     "new_row_id",
     "user_namespace",
+    "validate_did",
     "validate_namespace",
+    "validate_row_text",
+    "validate_text",
 ]
 
 Kind = Literal["interaction", "observation", "exploration_note", "summary", "note"]
@@ -71,8 +74,10 @@ MAX_CONTENT_CHARS: Final = 20_000
 MAX_TAGS: Final = 3
 MAX_NAMESPACE_CHARS: Final = 200
 
-_NAMESPACE_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:%-]*$")
-_DID_RE: Final = re.compile(r"^did:[a-z]+:[A-Za-z0-9._:%-]+$")
+# Matched with `fullmatch`: `$` also matches before a trailing newline, which let
+# "notes\n" through as a namespace.
+_NAMESPACE_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:%-]*")
+_DID_RE: Final = re.compile(r"did:[a-z]+:[A-Za-z0-9._:%-]+")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,16 +170,62 @@ class Edge:
         return self.dst if self.src == row_id else self.src
 
 
+def validate_did(did: str, *, what: str = "DID") -> str:
+    """Return `did` if it is a whole DID (`did:method:id`), else raise `InvalidInput`."""
+    if not _DID_RE.fullmatch(did):
+        raise InvalidInput(f"{what} is not a DID: {did!r} (expected e.g. 'did:plc:abc123')")
+    return did
+
+
 def user_namespace(did: str) -> str:
     """The namespace of one person, keyed by DID (which survives handle changes)."""
-    if not _DID_RE.match(did):
-        raise InvalidInput(f"not a DID: {did!r} (expected e.g. 'did:plc:abc123')")
-    return f"{USER_NAMESPACE_PREFIX}{did}"
+    return f"{USER_NAMESPACE_PREFIX}{validate_did(did)}"
+
+
+def validate_text(value: str, *, what: str) -> str:
+    """Return `value` if it can be stored and sent as UTF-8, else raise `InvalidInput`.
+
+    A lone surrogate (`\\ud800` in JSON, or what `surrogateescape` makes of invalid UTF-8 on
+    a command line) is a valid Python `str` that no database, JSON encoder or terminal takes:
+    refuse it here, by name, instead of failing later halfway through a write.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(
+            f"{what} is not valid UTF-8 text: {value!r} has a lone surrogate at position "
+            f"{exc.start}; send well-formed Unicode"
+        ) from None
+    return value
+
+
+def validate_row_text(item: NewRow) -> None:
+    """Refuse a row whose text, tags, sources, author or meta cannot be stored as UTF-8, or
+    whose author is not a DID."""
+    validate_text(item.content, what="content")
+    for tag in item.tags:
+        validate_text(tag, what="tag")
+    for uri in item.source_uris:
+        validate_text(uri, what="source URI")
+    if item.author is not None:
+        validate_did(validate_text(item.author, what="author"), what="author")
+    if item.supersedes is not None:
+        validate_text(item.supersedes, what="supersedes")
+    try:
+        json.dumps(item.meta, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(
+            f"meta is not valid UTF-8 text: {dict(item.meta)!r} holds a lone surrogate"
+        ) from None
 
 
 def validate_namespace(namespace: str) -> str:
     """Return `namespace` if it is a valid name, else raise `InvalidInput`."""
-    if not namespace or len(namespace) > MAX_NAMESPACE_CHARS or not _NAMESPACE_RE.match(namespace):
+    if (
+        not namespace
+        or len(namespace) > MAX_NAMESPACE_CHARS
+        or not _NAMESPACE_RE.fullmatch(namespace)
+    ):
         raise InvalidInput(
             f"invalid namespace {namespace!r}: use 1-{MAX_NAMESPACE_CHARS} characters "
             "from letters, digits and . _ : % - (starting with a letter or digit)"

@@ -4,5 +4,6 @@
 """
 
 from phi.web.app import STATIC, create_app
+from phi.web.hosts import LOOPBACK_HOSTS, is_loopback
 
-__all__ = ["STATIC", "create_app"]
+__all__ = ["LOOPBACK_HOSTS", "STATIC", "create_app", "is_loopback"]

@@ -1,4 +1,4 @@
-"""Dependencies the routes share: the open memory and the write token."""
+"""Dependencies the routes share: the open memory and the bearer token."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from phi.memory import Memory
 
-__all__ = ["get_memory", "require_token"]
+__all__ = ["get_memory", "require_read_token", "require_token"]
 
 _bearer = HTTPBearer(auto_error=False)
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
 def get_memory(request: Request) -> Memory:
@@ -21,16 +22,27 @@ def get_memory(request: Request) -> Memory:
     return memory
 
 
-def require_token(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> None:
+def _check(token: str, credentials: HTTPAuthorizationCredentials | None) -> None:
+    # Compared as bytes: `compare_digest` refuses non-ASCII `str`, and a header arrives as
+    # latin-1 text, so its bytes are recovered exactly and the token is taken as UTF-8.
+    given = credentials.credentials.encode("latin-1") if credentials else b""
+    if not credentials or not hmac.compare_digest(given, token.encode()):
+        raise HTTPException(
+            401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
+        )
+
+
+def require_token(request: Request, credentials: Credentials) -> None:
     """Writes need `Authorization: Bearer <token>`; without a configured token the API is
     read-only."""
     token: str | None = request.app.state.token
     if token is None:
         raise HTTPException(403, "this API is read-only; set PHI_WEB_TOKEN to allow writes")
-    if credentials is None or not hmac.compare_digest(credentials.credentials, token):
-        raise HTTPException(
-            401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
-        )
+    _check(token, credentials)
+
+
+def require_read_token(request: Request, credentials: Credentials) -> None:
+    """Reads need the token too when the app was built with `token_for_reads` (a server
+    reachable from other machines)."""
+    if request.app.state.token_for_reads:
+        _check(request.app.state.token, credentials)

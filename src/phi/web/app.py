@@ -1,24 +1,28 @@
 """The FastAPI app: phi's memory over HTTP, and the `/memory` page.
 
 `create_app(open_memory)` opens the memory in the app's lifespan and closes it on
-shutdown. Reads are open; write and control routes need the configured bearer token, and
-with no token the API is read-only. phi's errors become HTTP statuses in `_add_error_handlers`,
+shutdown. It answers only requests addressed to a trusted `Host` (loopback names by
+default). Reads are open unless `token_for_reads` (a server other machines can reach);
+write and control routes need the configured bearer token, and with no token the API is
+read-only. phi's errors become HTTP statuses in `_add_error_handlers`,
 the one place this surface maps them.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Final
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
-from phi.errors import NamespaceNotFound, PhiError, RowNotFound, UserError
+from phi.errors import InvalidInput, NamespaceNotFound, PhiError, RowNotFound, UserError
 from phi.memory import Memory
+from phi.web._deps import require_read_token
+from phi.web.hosts import LOOPBACK_HOSTS, TrustedHosts
 from phi.web.routes import router
 
 __all__ = ["STATIC", "create_app"]
@@ -46,15 +50,20 @@ def create_app(
     *,
     memory: Memory | None = None,
     token: str | None = None,
+    trusted_hosts: Sequence[str] = LOOPBACK_HOSTS,
+    token_for_reads: bool = False,
 ) -> FastAPI:
     """The web app over phi's memory.
 
     Pass `open_memory` (the app opens it in its lifespan and closes it on shutdown, as
     `phi web` does) or an already open `memory` that its owner keeps open (as `phi run`
-    will, serving the agent's own memory).
+    will, serving the agent's own memory). `trusted_hosts` are the `Host` names it answers
+    (`"*"`: any); `token_for_reads` makes every API read need the bearer `token` too.
     """
     if (open_memory is None) == (memory is None):
         raise TypeError("pass exactly one of open_memory and memory")
+    if token_for_reads and not token:
+        raise InvalidInput("reads need the bearer token but none is configured; set PHI_WEB_TOKEN")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -72,10 +81,12 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.token = token or None
+    app.state.token_for_reads = token_for_reads
     if memory is not None:
         app.state.memory = memory
     _add_error_handlers(app)
-    app.include_router(router)
+    app.include_router(router, dependencies=[Depends(require_read_token)])
+    app.add_middleware(TrustedHosts, hosts=trusted_hosts)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/memory", include_in_schema=False)

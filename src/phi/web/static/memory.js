@@ -28,8 +28,22 @@ function age(iso) {
   return "just now";
 }
 
+// Off loopback the server wants the bearer token for reads too: ask once, keep it for
+// this tab only (sessionStorage), and send it with every read.
+function authHeaders() {
+  const token = sessionStorage.getItem("phi-token");
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
 async function getJSON(url) {
-  const response = await fetch(url);
+  let response = await fetch(url, { headers: authHeaders() });
+  if (response.status === 401) {
+    const token = window.prompt("This server needs its bearer token (PHI_WEB_TOKEN):");
+    if (token) {
+      sessionStorage.setItem("phi-token", token);
+      response = await fetch(url, { headers: authHeaders() });
+    }
+  }
   const body = await response.json();
   if (!response.ok) throw new Error(body.detail ? JSON.stringify(body.detail) : response.statusText);
   return body;
