@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from atproto_client import AsyncClient  # type: ignore[import-untyped]
 from pydantic_ai import ToolCallPart
 
+from phi.agent.deps import Batch
 from phi.atproto import NotificationPage, PhiClient
 from phi.atproto.sandbox import Sandbox, SandboxInfo
+from phi.errors import InvalidInput, StoreError
+from phi.runtime import poller
+from phi.runtime.unread import read_unread
 
 from ._brain import Brain, call, mentions
 from .conftest import RuntimeFactory
@@ -88,6 +93,37 @@ async def test_a_deleted_mention_leaves_the_rest_of_the_batch_answered(
     assert await unread_count(phi) == 0
 
 
+async def test_a_batch_that_fails_to_build_is_retried_not_lost(
+    runtime: RuntimeFactory,
+    phi: PhiClient,
+    alice: PhiClient,
+    sandbox: Sandbox,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (asked,) = await alice.post("@phi.test still there?")
+    await sandbox.wait_for_indexing()
+    built = poller.build_batch
+    failures = [StoreError("the memory store is locked by another program")]
+
+    async def fails_once(*args: Any, **kwargs: Any) -> Batch:
+        if failures:
+            raise failures.pop()
+        return await built(*args, **kwargs)
+
+    monkeypatch.setattr(poller, "build_batch", fails_once)
+    brain = Brain(reply_to_everyone)
+    async with runtime(brain) as phi_runtime:
+        with pytest.raises(StoreError):
+            await phi_runtime.tick()
+        assert await unread_count(phi) == 1  # phi did nothing with it: still unread
+        again = await phi_runtime.tick()
+        counted = phi_runtime.admission.rate_limit.count(alice.me.did, phi_runtime.clock())
+    assert [n.uri for n in again.admitted] == [asked.uri]
+    assert [r.in_reply_to for r in again.replies] == [asked.uri]
+    assert counted == 1  # screened twice, counted once
+    assert await unread_count(phi) == 0
+
+
 async def test_a_backlog_longer_than_one_page_is_all_handled(
     runtime: RuntimeFactory, phi: PhiClient, alice: PhiClient, bob: PhiClient, sandbox: Sandbox
 ) -> None:
@@ -128,6 +164,8 @@ async def test_paging_stops_at_its_bound_and_says_so(
     assert [n.uri for n in report.admitted] == [ref.uri for ref in posted[1:]]
     assert "read 2 pages of unread notifications (4) and stopped" in caplog.text
     assert health["counters"]["notification_pages_exhausted"] == 1
+    with pytest.raises(InvalidInput, match="max_pages must be at least 1, got 50 and 0"):
+        await read_unread(phi, max_pages=0)
 
 
 async def test_a_mention_that_arrives_during_the_run_stays_unread(

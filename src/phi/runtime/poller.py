@@ -43,6 +43,7 @@ from phi.memory.model import utc_now
 from phi.runtime.ratelimit import Admission, WindowState
 from phi.runtime.schedules import Job, Schedule, check_services, transitions
 from phi.runtime.timing import TimedModel
+from phi.runtime.unread import read_unread
 
 __all__ = ["PhiRuntime", "TickReport"]
 
@@ -209,26 +210,19 @@ class PhiRuntime:
         await self.client.update_seen(newest + timedelta(milliseconds=1))
 
     async def _unread(self) -> list[Notification]:
-        """Unread notifications, oldest first (so the rate limit drops an author's latest),
-        paging back until a read one (or the end), at most `max_notification_pages` pages."""
-        unread: list[Notification] = []
-        cursor: str | None = None
-        for _ in range(self.max_notification_pages):
-            page = await self.client.list_notifications(limit=self.notification_page, cursor=cursor)
-            fresh = [n for n in page.notifications if not n.is_read]
-            unread.extend(fresh)
-            if not fresh or len(fresh) < len(page.notifications) or not page.cursor:
-                break
-            cursor = page.cursor
-        else:
+        """Unread notifications, oldest first, back to the last seen one (within the bound)."""
+        read = await read_unread(
+            self.client, page_size=self.notification_page, max_pages=self.max_notification_pages
+        )
+        if read.truncated:
             self._count("notification_pages_exhausted")
             logger.warning(
                 "read %d pages of unread notifications (%d) and stopped: older unread ones "
                 "will be marked seen without being handled (raise max_notification_pages)",
-                self.max_notification_pages,
-                len(unread),
+                read.pages,
+                len(read.notifications),
             )
-        return sorted(unread, key=lambda n: n.indexed_at)
+        return read.notifications
 
     # -- runs ----------------------------------------------------------------------------
 
