@@ -180,7 +180,7 @@ async def test_window_state_round_trips_through_memory(memory: Memory) -> None:
     limit.admit("did:plc:b", T0)
     await state.save(limit.snapshot())
     assert await WindowState(memory).load() == limit.snapshot()
-    (entry,) = [await memory.store.read_state(STATE_SCOPE, "authors")]
+    entry = await memory.store.read_state(STATE_SCOPE, "authors")
     assert entry is not None and entry.version == 1
 
 

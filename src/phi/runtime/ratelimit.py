@@ -253,7 +253,8 @@ class Admission:
     author_filter: AuthorFilter = field(default_factory=AuthorFilter)
     """Allow and deny lists."""
     rate_limit: AuthorRateLimit = field(default_factory=AuthorRateLimit)
-    """The per-author limit; it keeps state, so one `Admission` lives as long as the poller."""
+    """The per-author limit; it keeps state, so one `Admission` lives as long as the poller
+    (which saves the window to memory with `WindowState`, so it also outlives a restart)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, *, self_did: str) -> Admission:
