@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from atproto_client import AsyncClient  # type: ignore[import-untyped]
 from pydantic_ai import ToolCallPart
 
+from phi.agent import build_batch
 from phi.agent.deps import Batch
 from phi.atproto import NotificationPage, PhiClient
 from phi.atproto.sandbox import Sandbox, SandboxInfo
 from phi.errors import InvalidInput, StoreError
+from phi.memory import Memory
 from phi.runtime import poller
 from phi.runtime.unread import read_unread
 
@@ -91,6 +94,20 @@ async def test_a_deleted_mention_leaves_the_rest_of_the_batch_answered(
         thread = await phi.get_thread(asked.uri)
         assert [p.author_handle for p in thread.posts if p.reply_parent] == ["phi.test"]
     assert await unread_count(phi) == 0
+
+
+async def test_a_profile_that_cannot_be_fetched_leaves_the_notification_in(
+    phi: PhiClient, alice: PhiClient, memory: Memory, sandbox: Sandbox
+) -> None:
+    (post,) = await alice.post("@phi.test hello from an account that is about to vanish")
+    await sandbox.wait_for_indexing()
+    (real,) = [n for n in (await phi.list_notifications()).notifications if n.uri == post.uri]
+    # The same notification, as if its author's account were gone: no profile to fetch.
+    vanished = replace(real, author_did="did:plc:vanishedaccount00000000")
+    batch = await build_batch(phi, memory, [vanished], owner_handle=None)
+    (item,) = batch.items
+    assert item.post is not None and item.post.uri == post.uri
+    assert batch.author_lookups == {}
 
 
 async def test_a_batch_that_fails_to_build_is_retried_not_lost(
