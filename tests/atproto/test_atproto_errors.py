@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,8 +13,20 @@ from atproto_client.models.common import XrpcError  # type: ignore[import-untype
 from atproto_client.request import Response  # type: ignore[import-untyped]
 
 import phi.atproto
-from phi.atproto import NetworkUnavailable, NotFound, RateLimited, RecordNotFound, RetryPolicy
+from phi.atproto import (
+    AccountNotConfigured,
+    AtprotoError,
+    AuthenticationFailed,
+    InvalidArgument,
+    InvalidRecord,
+    NetworkUnavailable,
+    NotFound,
+    RateLimited,
+    RecordNotFound,
+    RetryPolicy,
+)
 from phi.atproto._calls import call
+from phi.errors import InvalidInput, UserError
 
 pytestmark = pytest.mark.anyio
 
@@ -77,3 +90,46 @@ def test_atproto_imports_neither_memory_nor_agent() -> None:
                 names = [alias.name for alias in node.names]
             for name in names:
                 assert not name.startswith(("phi.memory", "phi.agent")), f"{source} imports {name}"
+
+
+def _raised_names(source: Path) -> list[str]:
+    """The exception classes a module raises by name (`raise X(...)`, `raise X`)."""
+    names = []
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            target = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(target, ast.Name) and target.id[:1].isupper():
+                names.append(target.id)
+    return names
+
+
+def test_every_error_the_client_raises_is_an_atproto_error() -> None:
+    # The batch builder catches `AtprotoError` around each notification's fetches: an error
+    # outside that tree (a deleted post's `NotFound` once was) fails the whole batch.
+    root = Path(phi.atproto.__file__).parent
+    raised: dict[str, type] = {}
+    for source in root.glob("*.py"):
+        module = importlib.import_module(f"phi.atproto.{source.stem}".replace(".__init__", ""))
+        for name in _raised_names(source):
+            if name != "AssertionError":  # invariants, not errors
+                raised[name] = getattr(module, name)
+    # `_translate` returns the rest, typed `-> AtprotoError` (mypy checks that half).
+    assert {"NotFound", "InvalidRecord", "AuthenticationFailed"} <= set(raised)
+    outside = sorted(name for name, cls in raised.items() if not issubclass(cls, AtprotoError))
+    assert outside == []
+
+
+def test_caller_mistakes_stay_user_errors() -> None:
+    # The CLI maps `UserError` to exit 2 and the HTTP API to a 4xx: still true for these.
+    for cls in (
+        NotFound,
+        RecordNotFound,
+        InvalidRecord,
+        InvalidArgument,
+        AuthenticationFailed,
+        AccountNotConfigured,
+    ):
+        assert issubclass(cls, AtprotoError) and issubclass(cls, UserError), cls
+    assert issubclass(InvalidRecord, InvalidInput) and issubclass(InvalidArgument, InvalidInput)
+    for cls in (RateLimited, NetworkUnavailable):
+        assert not issubclass(cls, UserError), cls

@@ -8,7 +8,15 @@ import pytest
 
 from phi.atproto import Notification
 from phi.config import Settings
-from phi.runtime.ratelimit import Admission, AuthorFilter, AuthorRateLimit, Dropped
+from phi.memory import Memory
+from phi.runtime.ratelimit import (
+    STATE_SCOPE,
+    Admission,
+    AuthorFilter,
+    AuthorRateLimit,
+    Dropped,
+    WindowState,
+)
 
 T0 = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 PHI = "did:plc:phi"
@@ -136,3 +144,50 @@ def test_screen_with_allow_list_from_settings() -> None:
         (batch[1].uri, "not on allow list"),
         (batch[2].uri, "rate limit: 1/hour from @alice.test"),
     ]
+
+
+def test_an_event_screened_again_counts_once() -> None:
+    # A batch whose build failed is screened again on the next tick: same notifications.
+    screen = Admission(self_did=PHI, rate_limit=AuthorRateLimit(2))
+    first = [notification("did:plc:a", "a.test", n=i) for i in range(2)]
+    assert screen.screen(first, T0)[0] == first
+    assert screen.screen(first, T0 + timedelta(minutes=1))[0] == first
+    assert screen.rate_limit.count("did:plc:a", T0 + timedelta(minutes=1)) == 2
+    (dropped,) = screen.screen([notification("did:plc:a", "a.test", n=2)], T0)[1]
+    assert dropped.reason == "rate limit: 2/hour from @a.test"
+
+
+def test_snapshot_and_restore_carry_the_window_to_a_new_limiter() -> None:
+    before = AuthorRateLimit(2)
+    assert before.admit("did:plc:a", T0, event="at://a/1")
+    assert before.admit("did:plc:a", T0 + timedelta(minutes=5), event="at://a/2")
+    after = AuthorRateLimit(2)
+    after.restore(before.snapshot())
+    after.restore(before.snapshot())  # restoring twice doubles nothing
+    assert after.snapshot() == before.snapshot()
+    assert after.admit("did:plc:a", T0 + timedelta(minutes=30), event="at://a/3") is False
+    assert after.admit("did:plc:a", T0 + timedelta(minutes=30), event="at://a/2") is True
+    assert after.admit("did:plc:a", T0 + timedelta(hours=1), event="at://a/4") is True
+
+
+@pytest.mark.anyio
+async def test_window_state_round_trips_through_memory(memory: Memory) -> None:
+    state = WindowState(memory)
+    assert await state.load() == {}
+    limit = AuthorRateLimit(30)
+    for minute in range(3):
+        limit.admit("did:plc:a", T0 + timedelta(minutes=minute), event=f"at://a/{minute}")
+    limit.admit("did:plc:b", T0)
+    await state.save(limit.snapshot())
+    assert await WindowState(memory).load() == limit.snapshot()
+    entry = await memory.store.read_state(STATE_SCOPE, "authors")
+    assert entry is not None and entry.version == 1
+
+
+@pytest.mark.anyio
+async def test_an_unreadable_window_starts_empty(
+    memory: Memory, caplog: pytest.LogCaptureFixture
+) -> None:
+    await memory.store.write_state(STATE_SCOPE, "authors", "{not json", at=T0)
+    assert await WindowState(memory).load() == {}
+    assert "rate-limit window 'authors' unreadable" in caplog.text

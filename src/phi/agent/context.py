@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from phi.agent.deps import AuthorLookup, Batch, NotificationContext
 from phi.agent.gate import approvals_in
-from phi.atproto import AtprotoError, Notification, PhiClient
+from phi.atproto import AtprotoError, NotFound, Notification, PhiClient
 from phi.errors import InvalidInput
 from phi.memory import Memory, user_namespace
 
@@ -25,7 +25,10 @@ _POST_REASONS = frozenset({"mention", "reply", "quote"})
 _SUBJECT_REASONS = frozenset({"like", "repost"})
 
 
-async def _context(client: PhiClient, n: Notification) -> NotificationContext:
+async def _context(client: PhiClient, n: Notification) -> NotificationContext | None:
+    """The notification with its post and thread; `None` when the post that caused it was
+    deleted (nothing is left to answer). Any other failure leaves the notification to show,
+    without its context: one notification's trouble never fails the batch."""
     try:
         if n.reason in _POST_REASONS:
             thread = await client.get_thread(n.uri)
@@ -35,7 +38,12 @@ async def _context(client: PhiClient, n: Notification) -> NotificationContext:
             return NotificationContext(
                 notification=n, subject=await client.get_post(n.reason_subject)
             )
-    except AtprotoError as exc:  # a deleted post still leaves the notification to show
+    except NotFound as exc:
+        if n.reason in _POST_REASONS:
+            logger.info("dropped %s %s: its post was deleted (%s)", n.reason, n.uri, exc)
+            return None
+        logger.warning("subject of %s %s unavailable: %s", n.reason, n.uri, exc)
+    except AtprotoError as exc:
         logger.warning("context of %s %s unavailable: %s", n.reason, n.uri, exc)
     return NotificationContext(notification=n)
 
@@ -67,9 +75,14 @@ async def build_batch(
     owner_handle: str | None,
     recent_posts: int = 5,
 ) -> Batch:
-    """The context of one batch, in the order the notifications arrived (oldest first)."""
+    """The context of one batch, in the order the notifications arrived (oldest first).
+
+    A mention, reply or quote whose post was deleted is left out of the batch; any other
+    failure to fetch a notification's thread or its author's profile leaves that
+    notification in, with less context.
+    """
     ordered = sorted(notifications, key=lambda n: n.indexed_at)
-    items = [await _context(client, n) for n in ordered]
+    items = [item for n in ordered if (item := await _context(client, n)) is not None]
     lookups: dict[str, AuthorLookup] = {}
     for item in items:
         did = item.notification.author_did

@@ -11,8 +11,10 @@ from phi.atproto._calls import RetryPolicy
 from phi.atproto._session import ClientConfig
 from phi.atproto.client import NotificationPage, PhiClient
 from phi.atproto.errors import (
+    AccountNotConfigured,
     AtprotoError,
     AuthenticationFailed,
+    InvalidArgument,
     InvalidRecord,
     MethodNotSupported,
     NetworkUnavailable,
@@ -54,6 +56,7 @@ from phi.atproto.records import (
 from phi.atproto.text import Facet, find_facets, split_text
 
 __all__ = [
+    "AccountNotConfigured",
     "AtprotoError",
     "AttentionPool",
     "AuthenticationFailed",
@@ -66,6 +69,7 @@ __all__ = [
     "Facet",
     "Goal",
     "Identity",
+    "InvalidArgument",
     "InvalidRecord",
     "Lexicons",
     "MediaKind",

@@ -18,6 +18,7 @@ from atproto_client.client.base import is_method_not_served  # type: ignore[impo
 from atproto_client.models.common import XrpcError  # type: ignore[import-untyped]
 
 from phi.atproto.errors import (
+    AtprotoError,
     InvalidRecord,
     MethodNotSupported,
     NetworkUnavailable,
@@ -82,7 +83,7 @@ def _transient(exc: BaseException) -> bool:
     return False
 
 
-def _translate(exc: sdk.AtProtocolError, what: str, *, record_uri: str | None) -> Exception:
+def _translate(exc: sdk.AtProtocolError, what: str, *, record_uri: str | None) -> AtprotoError:
     if is_method_not_served(exc):
         return MethodNotSupported(what, str(exc))
     if not isinstance(exc, sdk.RequestErrorBase):

@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 from atproto_client import AsyncClient, models  # type: ignore[import-untyped]
 
 from phi.atproto._session import Session
+from phi.atproto.errors import InvalidArgument
 from phi.atproto.lexicon import Lexicons
 from phi.atproto.models import Operation, RecordRef
 from phi.atproto.records import PhiRecord, StoredRecord
-from phi.errors import InvalidInput
 
 __all__ = ["RecordMethods"]
 
@@ -252,15 +252,15 @@ class RecordMethods:
             limit: How many operations to return.
 
         Raises:
-            InvalidInput: A collection is not an NSID, or `limit` is not positive.
+            InvalidArgument: A collection is not an NSID, or `limit` is not positive.
         """
         if isinstance(collections, str):
-            raise InvalidInput(f"collections is a list of NSIDs, got the string {collections!r}")
+            raise InvalidArgument(f"collections is a list of NSIDs, got the string {collections!r}")
         if limit < 1:
-            raise InvalidInput(f"limit must be at least 1, got {limit}")
+            raise InvalidArgument(f"limit must be at least 1, got {limit}")
         for collection in collections:
             if not _NSID.match(collection):
-                raise InvalidInput(
+                raise InvalidArgument(
                     f"{collection!r} is not a collection NSID (like 'app.bsky.feed.post')"
                 )
         operations: list[Operation] = []

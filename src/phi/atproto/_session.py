@@ -22,10 +22,9 @@ from atproto_client.client.session import Session as SdkSession  # type: ignore[
 from atproto_client.client.session import SessionEvent
 
 from phi.atproto._calls import DEFAULT_RETRY, RetryPolicy, call, error_name, is_auth_expired
-from phi.atproto.errors import AuthenticationFailed, SessionExpired
+from phi.atproto.errors import AccountNotConfigured, AuthenticationFailed, SessionExpired
 from phi.atproto.models import Identity
 from phi.config import Settings
-from phi.errors import UserError
 
 __all__ = ["ClientConfig", "Session"]
 
@@ -58,7 +57,8 @@ class ClientConfig:
         """The configuration of phi's own account, from `PHI_HANDLE`, `PHI_APP_PASSWORD`...
 
         Raises:
-            UserError: The handle or the app password is not set (each missing one named).
+            AccountNotConfigured: The handle or the app password is not set (each missing
+                one named).
         """
         if not settings.handle or settings.app_password is None:
             missing = [
@@ -72,7 +72,7 @@ class ClientConfig:
                 )
                 if absent
             ]
-            raise UserError(
+            raise AccountNotConfigured(
                 f"phi's account is not configured: set {' and '.join(missing)} "
                 "(or use the local network: `phi sandbox run`)"
             )

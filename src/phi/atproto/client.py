@@ -19,13 +19,12 @@ from atproto_client import AsyncClient, models  # type: ignore[import-untyped]
 
 from phi.atproto._repo import RecordMethods
 from phi.atproto._session import ClientConfig, Session
-from phi.atproto.errors import NotFound
+from phi.atproto.errors import InvalidArgument, NotFound
 from phi.atproto.labels import SelfLabelMethods
 from phi.atproto.lexicon import Lexicons
 from phi.atproto.models import Identity, Notification, Post, PostRef, Profile, RecordRef, Thread
 from phi.atproto.records import MentionConsent
 from phi.atproto.text import find_facets, mentioned_handles, split_text
-from phi.errors import InvalidInput
 
 __all__ = ["NotificationPage", "PhiClient"]
 
@@ -340,12 +339,12 @@ class PhiClient(RecordMethods, SelfLabelMethods):
             References to the posts written, in order.
 
         Raises:
-            InvalidInput: The text is empty.
+            InvalidArgument: The text is empty.
             NotFound: `reply_to` does not exist (or is not indexed yet).
         """
         chunks = split_text(text)
         if not chunks:
-            raise InvalidInput("a post needs some text; got only whitespace")
+            raise InvalidArgument("a post needs some text; got only whitespace")
         root: PostRef | None = None
         parent: PostRef | None = None
         replying_to: str | None = None

@@ -2,9 +2,14 @@
 
 Network failures arrive from the `atproto` SDK as a handful of HTTP-shaped exceptions; the
 client turns each into one of these, carrying the identifier it was about and a message that
-says what to do next. A `UserError` is something the caller can fix (a wrong password, a
-record that does not fit its lexicon, a handle that does not exist); an `AtprotoError` is a
-runtime failure of the network (rate limit, an unreachable PDS after retries).
+says what to do next.
+
+Every error the client raises is an `AtprotoError`, so one `except AtprotoError` around a
+network call catches all of them (a deleted post must not escape the handler of a batch).
+Those the caller can fix (a wrong password, a record that does not fit its lexicon, a handle
+that does not exist, a bad argument) are also `UserError`s, so the CLI still maps them to
+exit 2 and the HTTP API to a 4xx; the others are runtime failures of the network (rate
+limit, an unreachable PDS after retries).
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ from __future__ import annotations
 from phi.errors import InvalidInput, PhiError, UserError
 
 __all__ = [
+    "AccountNotConfigured",
     "AtprotoError",
     "AuthenticationFailed",
+    "InvalidArgument",
     "InvalidRecord",
     "MethodNotSupported",
     "NetworkUnavailable",
@@ -30,10 +37,18 @@ __all__ = [
 
 
 class AtprotoError(PhiError):
-    """A runtime failure talking to the AT Protocol network."""
+    """Any failure of the AT Protocol client (those the caller can fix are `UserError`s too)."""
 
 
-class AuthenticationFailed(UserError):
+class AccountNotConfigured(AtprotoError, UserError):
+    """phi's handle or app password is not set."""
+
+
+class InvalidArgument(AtprotoError, InvalidInput):
+    """An argument to the client was refused before anything was sent."""
+
+
+class AuthenticationFailed(AtprotoError, UserError):
     """The PDS refused the handle and password."""
 
     def __init__(self, handle: str, pds_url: str, detail: str) -> None:
@@ -76,7 +91,7 @@ class NetworkUnavailable(AtprotoError):
         )
 
 
-class NotFound(UserError):
+class NotFound(AtprotoError, UserError):
     """The thing asked for does not exist on the network."""
 
     def __init__(self, what: str, detail: str = "") -> None:
@@ -93,7 +108,7 @@ class RecordNotFound(NotFound):
         super().__init__(f"record {uri!r}")
 
 
-class InvalidRecord(InvalidInput):
+class InvalidRecord(AtprotoError, InvalidInput):
     """A record does not fit its lexicon, so nothing was written."""
 
     def __init__(self, collection: str, problems: list[str]) -> None:

@@ -20,9 +20,8 @@ from typing import Any
 from atproto_client import AsyncClient, models  # type: ignore[import-untyped]
 
 from phi.atproto._session import Session
-from phi.atproto.errors import RecordNotFound
+from phi.atproto.errors import InvalidArgument, RecordNotFound
 from phi.atproto.models import RecordRef
-from phi.errors import InvalidInput
 
 __all__ = [
     "MAX_LABEL_LENGTH",
@@ -60,26 +59,26 @@ def validate_self_labels(labels: Sequence[str]) -> list[str]:
     """Check label values and return them without duplicates, in the order given.
 
     Raises:
-        InvalidInput: A value is not lowercase ASCII letters, digits and hyphens (with an
+        InvalidArgument: A value is not lowercase ASCII letters, digits and hyphens (with an
             optional leading `!`), is longer than 128 characters, or there are more than
             10 distinct values.
     """
     if isinstance(labels, str):
-        raise InvalidInput(f"self-labels are a list of values, got the string {labels!r}")
+        raise InvalidArgument(f"self-labels are a list of values, got the string {labels!r}")
     distinct = list(dict.fromkeys(labels))
     for value in distinct:
         if len(value) > MAX_LABEL_LENGTH:
-            raise InvalidInput(
+            raise InvalidArgument(
                 f"self-label {value[:40]!r}... is {len(value)} characters long; the limit is "
                 f"{MAX_LABEL_LENGTH}"
             )
         if not _LABEL.match(value):
-            raise InvalidInput(
+            raise InvalidArgument(
                 f"self-label {value!r} is not valid: use lowercase ASCII letters, digits and "
                 "hyphens (for example 'graphic-media' or '!no-unauthenticated')"
             )
     if len(distinct) > MAX_SELF_LABELS:
-        raise InvalidInput(
+        raise InvalidArgument(
             f"{len(distinct)} self-labels given; a profile holds at most {MAX_SELF_LABELS}"
         )
     return distinct
@@ -182,7 +181,7 @@ class SelfLabelMethods:
             Where the profile record was written.
 
         Raises:
-            InvalidInput: A value is not lowercase letters, digits and hyphens, is longer
+            InvalidArgument: A value is not lowercase letters, digits and hyphens, is longer
                 than 128 characters, or there are more than 10.
             RequestRefused: The profile changed between reading and writing; try again.
         """

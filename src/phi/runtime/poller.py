@@ -1,8 +1,10 @@
 """The notification poller and the scheduled jobs: phi's one loop (seed 001).
 
-Each tick: fetch unread notifications, screen them (own, allow/deny lists, per-author rate
-limit), build the batch's context, run the agent once for the whole batch, mark the
-notifications seen, and store every reply as an interaction. Then any scheduled job that is
+Each tick: fetch unread notifications (paging back to the last seen one), screen them (own,
+allow/deny lists, per-author rate limit), build the batch's context, run the agent once for
+the whole batch, mark the notifications seen, and store every reply as an interaction. A
+notification is marked seen only once phi ran on it or deliberately dropped it: if building
+the batch fails, nothing is marked and the next tick tries again. Then any scheduled job that is
 due runs: a musing, the daily reflection (extraction first), a service check, a summary
 refresh. Paused, the poller neither reads nor marks notifications, so they accumulate.
 """
@@ -14,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
@@ -38,9 +40,10 @@ from phi.errors import PhiError
 from phi.memory import Memory, Turn, user_namespace
 from phi.memory.learning import Blocks, SmallModel, extract, refresh_summaries, review
 from phi.memory.model import utc_now
-from phi.runtime.ratelimit import Admission
+from phi.runtime.ratelimit import Admission, WindowState
 from phi.runtime.schedules import Job, Schedule, check_services, transitions
 from phi.runtime.timing import TimedModel
+from phi.runtime.unread import read_unread
 
 __all__ = ["PhiRuntime", "TickReport"]
 
@@ -53,6 +56,7 @@ class TickReport:
 
     admitted: list[Notification] = field(default_factory=list)
     dropped: list[tuple[Notification, str]] = field(default_factory=list)
+    """Kept from phi, with why (screened out, or its post deleted before the tick)."""
     replies: list[PhiPost] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
     """One line per thing phi did in the tick's runs (tool calls that acted or failed)."""
@@ -77,6 +81,11 @@ class PhiRuntime:
     small: SmallModel | None = None
     """The memory passes' model; without one, extraction, reviews and summaries are skipped."""
     poll_seconds: float = 10.0
+    notification_page: int = 50
+    """Notifications per `listNotifications` request."""
+    max_notification_pages: int = 20
+    """How far back one tick pages through unread notifications; past that (a long outage),
+    older unread ones are marked seen unhandled, with a warning in the log."""
     emit: Callable[[str], None] | None = None
     """Receives one line per thing phi does (the sandbox prints them)."""
     clock: Callable[[], datetime] = utc_now
@@ -89,9 +98,12 @@ class PhiRuntime:
     _counters: Counter[str] = field(default_factory=Counter)
     _last_tick: datetime | None = None
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
+    _window: WindowState = field(init=False)
+    _window_loaded: bool = False
 
     def __post_init__(self) -> None:
         self.blocks = Blocks(memory=self.memory)
+        self._window = WindowState(self.memory)
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -138,13 +150,47 @@ class PhiRuntime:
     # -- notifications -------------------------------------------------------------------
 
     async def _notifications(self, now: datetime, report: TickReport) -> None:
-        # The wall clock, not `now` (which tests may move): seen-ness is the server's time.
-        fetched_at = datetime.now(UTC)
         unread = await self._unread()
         if not unread:
             return
+        admitted = await self._screen(unread, now, report)
+        if not admitted:
+            await self._mark_seen(unread)
+            return
+        self._say(
+            f"{len(admitted)} new notification(s): "
+            + ", ".join(f"{n.reason} from @{n.author_handle}" for n in admitted)
+        )
+        # Built before anything is marked: if this fails, phi has done nothing yet and the
+        # next tick tries the same notifications again (the rate limit counts them once).
+        batch = await build_batch(
+            self.client, self.memory, admitted, owner_handle=self.config.owner_handle
+        )
+        shown = {item.notification.uri for item in batch.items}
+        for gone in (n for n in admitted if n.uri not in shown):
+            report.dropped.append((gone, "post deleted"))
+            self._count("dropped")
+        report.admitted = [n for n in admitted if n.uri in shown]
+        try:
+            if batch.items:
+                report.output, report.replies = await self._run(
+                    "notifications", now, batch=batch, actions=report.actions
+                )
+        finally:
+            # Seen even when the run failed: retrying a half-handled batch could reply twice.
+            await self._mark_seen(unread)
+
+    async def _screen(
+        self, unread: list[Notification], now: datetime, report: TickReport
+    ) -> list[Notification]:
+        """The notifications phi will see; the rest go to `report.dropped`. The rate limit's
+        window is loaded before the first screen and saved after each."""
+        limit = self.admission.rate_limit
+        if not self._window_loaded:
+            limit.restore(await self._window.load())
+            self._window_loaded = True
         admitted, dropped = self.admission.screen(unread, now)
-        report.admitted = admitted
+        await self._window.save(limit.snapshot())
         report.dropped = [(d.notification, d.reason) for d in dropped]
         for d in dropped:
             self._count("dropped")
@@ -154,29 +200,29 @@ class PhiRuntime:
                 d.notification.author_handle,
                 d.reason,
             )
-        try:
-            if admitted:
-                self._say(
-                    f"{len(admitted)} new notification(s): "
-                    + ", ".join(f"{n.reason} from @{n.author_handle}" for n in admitted)
-                )
-                batch = await build_batch(
-                    self.client, self.memory, admitted, owner_handle=self.config.owner_handle
-                )
-                report.output, report.replies = await self._run(
-                    "notifications", now, batch=batch, actions=report.actions
-                )
-        finally:
-            # Seen even when the run failed: retrying a half-handled batch could reply twice.
-            # Up to the fetch (anything later stays unread), and past the newest fetched one
-            # in case the server's clock runs ahead of ours.
-            newest = max(n.indexed_at for n in unread)
-            await self.client.update_seen(max(fetched_at, newest + timedelta(milliseconds=1)))
+        return admitted
+
+    async def _mark_seen(self, handled: list[Notification]) -> None:
+        # Up to the newest notification handled, by the server's own clock, so one that
+        # arrived meanwhile stays unread (1 ms past it: the AppView's `isRead` is
+        # `seenAt > indexedAt`).
+        newest = max(n.indexed_at for n in handled)
+        await self.client.update_seen(newest + timedelta(milliseconds=1))
 
     async def _unread(self) -> list[Notification]:
-        """Unread notifications, oldest first (so the rate limit drops an author's latest)."""
-        page = await self.client.list_notifications(limit=50)
-        return sorted((n for n in page.notifications if not n.is_read), key=lambda n: n.indexed_at)
+        """Unread notifications, oldest first, back to the last seen one (within the bound)."""
+        read = await read_unread(
+            self.client, page_size=self.notification_page, max_pages=self.max_notification_pages
+        )
+        if read.truncated:
+            self._count("notification_pages_exhausted")
+            logger.warning(
+                "read %d pages of unread notifications (%d) and stopped: older unread ones "
+                "will be marked seen without being handled (raise max_notification_pages)",
+                read.pages,
+                len(read.notifications),
+            )
+        return read.notifications
 
     # -- runs ----------------------------------------------------------------------------
 

@@ -2,24 +2,48 @@
 rate limit.
 
 Pure logic with the clock passed in (`at`), so the poller decides what "now" is and the tests
-need no sleeping. Nothing here touches the network.
+need no sleeping. Nothing here touches the network; `WindowState` keeps the rate limit's
+window in phi's memory so a restart does not let a flooding author start over.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Final, Literal
 
 from phi.atproto import Notification
 from phi.config import Settings
+from phi.memory import Memory
+from phi.memory.model import utc_now
 
-__all__ = ["Admission", "AuthorFilter", "AuthorRateLimit", "Dropped", "FilterRefusal"]
+__all__ = [
+    "STATE_SCOPE",
+    "Admission",
+    "Admitted",
+    "AuthorFilter",
+    "AuthorRateLimit",
+    "Dropped",
+    "FilterRefusal",
+    "WindowState",
+]
 
 FilterRefusal = Literal["deny list", "not on allow list"]
 """Why `AuthorFilter` refuses an author."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Admitted:
+    """One admission counted against an author's limit."""
+
+    at: datetime
+    """When it was admitted (the poller's clock)."""
+    event: str | None = None
+    """What was admitted (a notification's URI), so screening it again does not count twice."""
 
 
 class AuthorRateLimit:
@@ -28,7 +52,8 @@ class AuthorRateLimit:
     At most `per_hour` admissions per author in any `window` (one hour by default; with
     another window `per_hour` means "per window"). Refused attempts are not recorded, so an
     author who keeps trying is admitted again as soon as their oldest admission leaves the
-    window.
+    window. An `event` admitted before is admitted again without counting: a batch that
+    failed before phi saw it is screened again on the next tick.
     """
 
     def __init__(self, per_hour: int = 30, *, window: timedelta = timedelta(hours=1)) -> None:
@@ -38,11 +63,17 @@ class AuthorRateLimit:
             raise ValueError(f"window must be positive, got {window!r}")
         self.per_hour = per_hour
         self.window = window
-        self._admitted: dict[str, deque[datetime]] = {}
+        self._admitted: dict[str, deque[Admitted]] = {}
         self._swept_at: datetime | None = None
 
-    def admit(self, author_did: str, at: datetime) -> bool:
+    def admit(self, author_did: str, at: datetime, *, event: str | None = None) -> bool:
         """Record one event from `author_did` at `at` if the author is under the limit.
+
+        Args:
+            author_did: Who it is from.
+            at: When (the window ends there).
+            event: What it is (a notification's URI); one already admitted in the window is
+                admitted again without counting.
 
         Returns:
             `True` if admitted (and counted), `False` if the author already had `per_hour`
@@ -51,15 +82,29 @@ class AuthorRateLimit:
         self._sweep(at)
         times = self._admitted.setdefault(author_did, deque())
         _expire(times, at - self.window)
+        if event is not None and any(a.event == event for a in times):
+            return True
         if len(times) >= self.per_hour:
             return False
-        times.append(at)
+        times.append(Admitted(at=at, event=event))
         return True
 
     def count(self, author_did: str, at: datetime) -> int:
         """Admissions of `author_did` in the window ending at `at`."""
         times = self._admitted.get(author_did, deque())
-        return sum(1 for t in times if t > at - self.window)
+        return sum(1 for a in times if a.at > at - self.window)
+
+    def snapshot(self) -> dict[str, list[Admitted]]:
+        """Every admission held, per author, oldest first (what `WindowState` saves)."""
+        return {did: list(times) for did, times in self._admitted.items() if times}
+
+    def restore(self, admitted: Mapping[str, Sequence[Admitted]]) -> None:
+        """Add admissions saved by an earlier run (those already held are not doubled)."""
+        for did, saved in admitted.items():
+            held = self._admitted.setdefault(did, deque())
+            merged = set(held) | set(saved)
+            held.clear()
+            held.extend(sorted(merged, key=lambda a: a.at))
 
     @property
     def tracked_authors(self) -> int:
@@ -86,9 +131,55 @@ class AuthorRateLimit:
                 del self._admitted[did]
 
 
-def _expire(times: deque[datetime], horizon: datetime) -> None:
-    while times and times[0] <= horizon:
+def _expire(times: deque[Admitted], horizon: datetime) -> None:
+    while times and times[0].at <= horizon:
         times.popleft()
+
+
+logger = logging.getLogger("phi.runtime")
+
+STATE_SCOPE: Final = "rate-limit"
+"""The memory state scope of the rate limit's window."""
+
+
+class WindowState:
+    """The rate limit's window, kept in phi's memory between runs.
+
+    The one place the runtime reads and writes the memory store for it, so moving the
+    storage (to a `Memory` method, or another store) changes only this class.
+    """
+
+    def __init__(self, memory: Memory, *, key: str = "authors") -> None:
+        self.memory = memory
+        self.key = key
+
+    async def load(self) -> dict[str, list[Admitted]]:
+        """The admissions saved last, per author (none when nothing was saved yet)."""
+        entry = await self.memory.store.read_state(STATE_SCOPE, self.key)
+        if entry is None:
+            return {}
+        try:
+            saved: dict[str, list[list[str | None]]] = json.loads(entry.value)
+            return {
+                did: [
+                    Admitted(at=datetime.fromisoformat(str(at)), event=event) for at, event in items
+                ]
+                for did, items in saved.items()
+            }
+        except (ValueError, TypeError, AttributeError) as exc:
+            # An unreadable window must not stop phi: it starts over, and says so.
+            logger.warning("rate-limit window %r unreadable, starting empty: %s", self.key, exc)
+            return {}
+
+    async def save(self, admitted: Mapping[str, Sequence[Admitted]]) -> None:
+        """Replace what is saved with `admitted` (the limiter's `snapshot()`)."""
+        value = {
+            did: [[a.at.isoformat(), a.event] for a in items] for did, items in admitted.items()
+        }
+        # Older versions are of no use: keep the last two (one to fall back on).
+        await self.memory.store.write_state(
+            STATE_SCOPE, self.key, json.dumps(value, sort_keys=True), at=utc_now(), keep=2
+        )
 
 
 def _normalize(name: str) -> str:
@@ -162,7 +253,8 @@ class Admission:
     author_filter: AuthorFilter = field(default_factory=AuthorFilter)
     """Allow and deny lists."""
     rate_limit: AuthorRateLimit = field(default_factory=AuthorRateLimit)
-    """The per-author limit; it keeps state, so one `Admission` lives as long as the poller."""
+    """The per-author limit; it keeps state, so one `Admission` lives as long as the poller
+    (which saves the window to memory with `WindowState`, so it also outlives a restart)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, *, self_did: str) -> Admission:
@@ -201,6 +293,6 @@ class Admission:
         refusal = self.author_filter.refusal(notification.author_did, notification.author_handle)
         if refusal is not None:
             return refusal
-        if not self.rate_limit.admit(notification.author_did, at):
+        if not self.rate_limit.admit(notification.author_did, at, event=notification.uri):
             return f"rate limit: {self.rate_limit.describe()} from @{notification.author_handle}"
         return None
