@@ -51,7 +51,7 @@ def test_up_is_idempotent_serves_pgvector_on_loopback_and_down_stops_it(data_hom
                 "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
             ).fetchone() or ("",)
         assert version.startswith("0.8")
-        with pytest.raises(PostgresServerError, match="already runs on '127.0.0.1' port"):
+        with pytest.raises(PostgresServerError, match=r"already runs on '127\.0\.0\.1' port"):
             server_up(data, port=port + 1 if port < 65535 else port - 1)
     finally:
         assert server_down(data)
@@ -63,5 +63,5 @@ def test_up_is_idempotent_serves_pgvector_on_loopback_and_down_stops_it(data_hom
 
 def test_a_taken_port_is_refused_with_its_number(data_home: Path) -> None:
     port = int(server_url().rsplit(":", 1)[1].split("/")[0])  # the test server's port
-    with pytest.raises(PostgresServerError, match=f"port {port} on 127.0.0.1 is taken"):
+    with pytest.raises(PostgresServerError, match=rf"port {port} on 127\.0\.0\.1 is taken"):
         server_up(data_home / "pg", port=port)
