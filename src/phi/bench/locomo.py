@@ -21,6 +21,7 @@ from typing import Any, Final
 from phi.errors import InvalidInput
 from phi.memory import Memory, MiniLMEmbedder, NewRow, Turn
 from phi.memory.embed import Embedder
+from phi.memory.store.scratch import scratch_location
 
 __all__ = ["CATEGORIES", "KS", "LocomoResult", "QuestionResult", "load_conversations", "run_locomo"]
 
@@ -130,14 +131,14 @@ def interaction_rows(sample: dict[str, Any], namespace: str) -> list[NewRow]:
 
 
 async def run_conversation(
-    sample: dict[str, Any], *, embedder: Embedder, workdir: Path, k: int, result: LocomoResult
+    sample: dict[str, Any], *, embedder: Embedder, location: str, k: int, result: LocomoResult
 ) -> None:
-    """Ingest one conversation into a fresh store and ask its questions."""
+    """Ingest one conversation into a fresh store at `location` and ask its questions."""
     sample_id = sample["sample_id"]
     namespace = f"locomo-{sample_id}"
     rows = interaction_rows(sample, namespace)
     dia_ids = {r.meta["dia_id"] for r in rows}
-    async with Memory.open(workdir / f"{sample_id}.db", embedder=embedder) as memory:
+    async with Memory.open(location, embedder=embedder) as memory:
         started = time.perf_counter()
         for start in range(0, len(rows), 64):
             await memory.remember_many(rows[start : start + 64])
@@ -170,14 +171,20 @@ async def run_locomo(
     k: int = 20,
     out: Path | None = None,
     embedder: Embedder | None = None,
+    db: str | None = None,
 ) -> LocomoResult:
-    """Run the benchmark; write one JSON line per question to `out` if given."""
+    """Run the benchmark, each conversation in a fresh store (SQLite files in a temporary
+    folder, or fresh schemas of the PostgreSQL database `db`); write one JSON line per
+    question to `out` if given."""
     conversations = load_conversations(path, samples)
     embedder = embedder or MiniLMEmbedder()
     result = LocomoResult()
     with tempfile.TemporaryDirectory(prefix="phi-locomo-") as tmp:
         for sample in conversations:
-            await run_conversation(sample, embedder=embedder, workdir=Path(tmp), k=k, result=result)
+            async with scratch_location(db or tmp, sample["sample_id"]) as location:
+                await run_conversation(
+                    sample, embedder=embedder, location=location, k=k, result=result
+                )
     if out is not None:
         with out.open("w") as fh:
             for q in result.questions:

@@ -24,11 +24,17 @@ def locomo(
     out: Annotated[
         Path | None, typer.Option("--out", help="Write one JSON line per question.")
     ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db", help="A postgresql:// URL: run on PostgreSQL (default: temporary SQLite files)."
+        ),
+    ] = None,
 ) -> None:
     """Retrieval quality on LoCoMo: recall@1/5/10/20 through phi's own write and recall path."""
 
     async def go() -> LocomoResult:
-        return await run_locomo(data, samples=sample or (), k=max(k, 20), out=out)
+        return await run_locomo(data, samples=sample or (), k=max(k, 20), out=out, db=db)
 
     result = run(go)
     print_locomo(result)

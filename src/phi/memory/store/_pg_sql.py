@@ -6,6 +6,7 @@ connection and transaction each runs in. The ledger's SQL lives in `_pg_learning
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -24,6 +25,8 @@ ROW_COLUMNS: Final = (
     "r.row_id, r.namespace, r.kind, r.content, r.content_hash, r.status, r.supersedes,"
     " r.trust, r.tags, r.source_uris, r.author, r.created_at, r.updated_at, r.meta"
 )
+EXACT_MAX: Final = 5000
+"""Largest scope searched exactly; wider ones go through the HNSW index."""
 EF_SEARCH: Final = 100
 """HNSW candidate list; with iterative scan a filtered query keeps searching past it."""
 
@@ -87,79 +90,124 @@ async def lock_writes(conn: Conn) -> None:
     await conn.execute("SELECT 1 FROM text_stats FOR UPDATE")
 
 
-async def upsert_row(
-    conn: Conn, item: RowWrite, dimension: int, tokenizer: Tokenizer
-) -> tuple[Row, int]:
-    """Insert a row with its vector, postings and references, or return the row already
-    stored under its `(namespace, content_hash)`, with its internal id."""
-    row = item.row
-    if item.vector.shape != (dimension,):
-        raise StoreError(
-            f"vector of shape {item.vector.shape} does not fit this store ({dimension}-d)"
-        )
-    thread = row.meta.get("thread")
-    counts, length = tokenizer.postings(row.content)
+async def upsert_rows(
+    conn: Conn, items: Sequence[RowWrite], dimension: int, tokenizer: Tokenizer
+) -> list[tuple[Row, int]]:
+    """Insert rows with their vectors, postings and references, a statement per table for
+    the whole batch; a row whose `(namespace, content_hash)` is already stored (or earlier
+    in the batch) is not inserted: its stored row and internal id come back instead."""
+    for item in items:
+        if item.vector.shape != (dimension,):
+            raise StoreError(
+                f"vector of shape {item.vector.shape} does not fit this store ({dimension}-d)"
+            )
+    if not items:
+        return []
+    rows = [item.row for item in items]
+    postings = [tokenizer.postings(row.content) for row in rows]
+    threads = [row.meta.get("thread") for row in rows]
     cur = await conn.execute(
         "INSERT INTO rows (row_id, namespace, kind, content, content_hash, status, supersedes,"
         " trust, tags, source_uris, author, thread, created_at, updated_at, meta, doc_len)"
-        " VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)"
-        " ON CONFLICT (namespace, content_hash) DO NOTHING RETURNING id",
+        " SELECT u.row_id, u.namespace, u.kind, u.content, u.content_hash, u.status,"
+        " u.supersedes, u.trust, ARRAY(SELECT jsonb_array_elements_text(u.tags)),"
+        " ARRAY(SELECT jsonb_array_elements_text(u.sources)), u.author, u.thread,"
+        " u.created_at, u.updated_at, u.meta, u.doc_len FROM unnest("
+        "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
+        " %s::text[], %s::jsonb[], %s::jsonb[], %s::text[], %s::text[], %s::timestamptz[],"
+        " %s::timestamptz[], %s::jsonb[], %s::int[]) WITH ORDINALITY AS u(row_id, namespace,"
+        " kind, content, content_hash, status, supersedes, trust, tags, sources, author,"
+        " thread, created_at, updated_at, meta, doc_len, n) ORDER BY u.n"
+        " ON CONFLICT (namespace, content_hash) DO NOTHING RETURNING row_id, id",
         (
-            row.row_id,
-            row.namespace,
-            row.kind,
-            row.content,
-            row.content_hash,
-            row.status,
-            row.supersedes,
-            row.trust,
-            list(row.tags),
-            list(row.source_uris),
-            row.author,
-            thread if isinstance(thread, str) else None,
-            row.created_at,
-            row.updated_at,
-            Jsonb(dict(row.meta)),
-            length,
+            [r.row_id for r in rows],
+            [r.namespace for r in rows],
+            [r.kind for r in rows],
+            [r.content for r in rows],
+            [r.content_hash for r in rows],
+            [r.status for r in rows],
+            [r.supersedes for r in rows],
+            [r.trust for r in rows],
+            [Jsonb(list(r.tags)) for r in rows],
+            [Jsonb(list(r.source_uris)) for r in rows],
+            [r.author for r in rows],
+            [t if isinstance(t, str) else None for t in threads],
+            [r.created_at for r in rows],
+            [r.updated_at for r in rows],
+            [Jsonb(dict(r.meta)) for r in rows],
+            [length for _, length in postings],
         ),
     )
-    inserted = await cur.fetchone()
-    if inserted is None:
+    inserted = {row_id: int(rid) for row_id, rid in await cur.fetchall()}
+    new = [i for i, row in enumerate(rows) if row.row_id in inserted]
+    if new:
+        await _index_new(conn, [items[i] for i in new], [postings[i] for i in new], inserted)
+    others = [(row.namespace, row.content_hash) for row in rows if row.row_id not in inserted]
+    stored: dict[tuple[str, str], tuple[Row, int]] = {}
+    if others:
         cur = await conn.execute(
-            f"SELECT {ROW_COLUMNS}, r.id FROM rows r WHERE r.namespace = %s"
-            " AND r.content_hash = %s",
-            (row.namespace, row.content_hash),
+            f"SELECT {ROW_COLUMNS}, r.id FROM rows r"
+            " JOIN unnest(%s::text[], %s::text[]) AS k(ns, h)"
+            " ON r.namespace = k.ns AND r.content_hash = k.h",
+            ([n for n, _ in others], [h for _, h in others]),
         )
-        found = await cur.fetchone()
-        assert found is not None, "a conflicting row is visible once its writer committed"
-        return row_from(found[:-1]), int(found[-1])
-    (rid,) = inserted
+        for values in await cur.fetchall():
+            row = row_from(values[:-1])
+            stored[row.namespace, row.content_hash] = (row, int(values[-1]))
+    return [
+        (row, inserted[row.row_id])
+        if row.row_id in inserted
+        else stored[row.namespace, row.content_hash]
+        for row in rows
+    ]
+
+
+async def _index_new(
+    conn: Conn,
+    items: Sequence[RowWrite],
+    postings: Sequence[tuple[Counter[str], int]],
+    ids: dict[str, int],
+) -> None:
+    """Vectors, postings, statistics and references of freshly inserted rows."""
+    rids = [ids[item.row.row_id] for item in items]
     await conn.execute(
-        "INSERT INTO row_vectors (id, embedding) VALUES (%s, %s::vector)",
-        (rid, vector_literal(item.vector)),
+        "INSERT INTO row_vectors (id, embedding)"
+        " SELECT i, v::vector FROM unnest(%s::bigint[], %s::text[]) AS u(i, v)",
+        (rids, [vector_literal(item.vector) for item in items]),
     )
-    if counts:
-        terms = sorted(counts)
+    terms, namespaces, term_ids, tfs = [], [], [], []
+    df: Counter[str] = Counter()
+    for item, rid, (counts, _) in zip(items, rids, postings, strict=True):
+        for term, tf in counts.items():
+            terms.append(term)
+            namespaces.append(item.row.namespace)
+            term_ids.append(rid)
+            tfs.append(tf)
+        df.update(counts.keys())
+    if terms:
         await conn.execute(
             "INSERT INTO row_terms (term, namespace, id, tf)"
-            " SELECT t, %s, %s, f FROM unnest(%s::text[], %s::int[]) AS u(t, f)",
-            (row.namespace, rid, terms, [counts[t] for t in terms]),
+            " SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::int[])",
+            (terms, namespaces, term_ids, tfs),
         )
+        ordered = sorted(df)
         await conn.execute(
-            "INSERT INTO term_df (term, df) SELECT t, 1 FROM unnest(%s::text[]) AS u(t)"
-            " ON CONFLICT (term) DO UPDATE SET df = term_df.df + 1",
-            (terms,),
+            "INSERT INTO term_df (term, df)"
+            " SELECT * FROM unnest(%s::text[], %s::bigint[])"
+            " ON CONFLICT (term) DO UPDATE SET df = term_df.df + excluded.df",
+            (ordered, [df[t] for t in ordered]),
         )
     await conn.execute(
-        "UPDATE text_stats SET n_rows = n_rows + 1, total_len = total_len + %s", (length,)
+        "UPDATE text_stats SET n_rows = n_rows + %s, total_len = total_len + %s",
+        (len(items), sum(length for _, length in postings)),
     )
-    if item.refs:
+    refs = [(ref, rid) for item, rid in zip(items, rids, strict=True) for ref in set(item.refs)]
+    if refs:
         await conn.execute(
-            "INSERT INTO row_refs (ref, id) SELECT DISTINCT u, %s FROM unnest(%s::text[]) AS u"
+            "INSERT INTO row_refs (ref, id) SELECT * FROM unnest(%s::text[], %s::bigint[])"
             " ON CONFLICT DO NOTHING",
-            (rid, list(item.refs)),
+            ([r for r, _ in refs], [i for _, i in refs]),
         )
-    return row, int(rid)
 
 
 async def internal_ids(conn: Conn, row_ids: Sequence[str]) -> dict[str, int]:
@@ -288,16 +336,35 @@ async def select_edges(
 
 
 async def knn(conn: Conn, vector: str, where: RowFilter, k: int) -> list[Hit]:
-    """Nearest rows within `where`, best first: the planner reads a small scope exactly
-    through the rows' indexes, and a wide one through HNSW with iterative scan."""
+    """Nearest rows within `where`, best first: exact over a scope of at most `EXACT_MAX`
+    rows, else through the HNSW index with iterative scan (so a filter cannot starve it)."""
     cond, params = where_sql(where)
+    params |= {"q": vector, "k": k}
+    if where.namespaces is None and where.thread is None:
+        cur = await conn.execute("SELECT n_rows FROM text_stats")
+    else:
+        cur = await conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM rows r WHERE {cond} LIMIT {EXACT_MAX + 1}) c",
+            params,
+        )
+    (scope,) = await cur.fetchone() or (0,)
+    if scope <= EXACT_MAX:
+        # Ordered by similarity, not by the indexed distance: the planner cannot pick the
+        # approximate index for it.
+        cur = await conn.execute(
+            "SELECT r.row_id, 1 - (v.embedding <=> %(q)s::vector) AS score FROM rows r"
+            f" JOIN row_vectors v ON v.id = r.id WHERE {cond}"
+            " ORDER BY score DESC, r.id LIMIT %(k)s",
+            params,
+        )
+        return [Hit(row_id=i, score=float(s)) for i, s in await cur.fetchall()]
     await conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
     await conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, min(k, 1000))}")
     cur = await conn.execute(
         "SELECT r.row_id, 1 - (v.embedding <=> %(q)s::vector) FROM row_vectors v"
         f" JOIN rows r ON r.id = v.id WHERE {cond}"
         " ORDER BY v.embedding <=> %(q)s::vector LIMIT %(k)s",
-        params | {"q": vector, "k": k},
+        params,
     )
     return [Hit(row_id=i, score=float(s)) for i, s in await cur.fetchall()]
 

@@ -205,16 +205,14 @@ class PostgresStore:
         _, tokenizer = self._ready()
 
         async def write(conn: Conn) -> list[Row]:
-            stored: list[Row] = []
+            stored = await sql.upsert_rows(conn, rows, dimension, tokenizer)
             known: dict[str, int] = {}
-            for item in rows:
-                row, rid = await sql.upsert_row(conn, item, dimension, tokenizer)
-                stored.append(row)
+            for item, (row, rid) in zip(rows, stored, strict=True):
                 known[item.row.row_id] = known[row.row_id] = rid
             await sql.insert_edges(conn, edges, known)
             if superseded:
                 await sql.set_status(conn, superseded, "superseded", at or datetime.now(UTC))
-            return stored
+            return [row for row, _ in stored]
 
         return await self._write(write)
 
