@@ -28,6 +28,7 @@ from phi.errors import EmbedderMismatch, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
 from phi.memory.store import _pg_learning as learning_sql
 from phi.memory.store import _pg_sql as sql
+from phi.memory.store._pg_hybrid import hybrid
 from phi.memory.store._pg_schema import Conn, apply_migrations, create_vector_table
 from phi.memory.store._pg_text import Tokenizer, query_tokens
 from phi.memory.store.base import (
@@ -242,7 +243,12 @@ class PostgresStore:
         return await self._read(partial(sql.select_edges, row_ids=row_ids, types=types))
 
     async def hybrid(self, query: HybridQuery) -> HybridSignals:
-        return await gather_stepwise(self, query)
+        _, tokenizer = self._ready()
+        if self._embedding is None:
+            return await gather_stepwise(self, query)
+        vector = self._query_vector(query.vector)
+        tokens = query_tokens(tokenizer, query.terms)
+        return await self._read(partial(hybrid, query=query, vector=vector, tokens=tokens))
 
     async def vector_search(
         self, vector: npt.NDArray[np.float32], where: RowFilter, *, limit: int
