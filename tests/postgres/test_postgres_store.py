@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
 from phi.errors import StoreError
-from phi.memory.store import PostgresStore, RowFilter, SQLiteStore, Store, open_store
+from phi.memory.store import PostgresStore, RowFilter, SQLiteStore, Store, _pg_sql, open_store
 from tests.memory.conformance import CONFORMANCE_SPEC, StoreConformance, make_row, vec, w
+from tests.postgres.schemas import server_url
 
 pytestmark = pytest.mark.anyio
 
@@ -69,3 +74,55 @@ async def test_bm25_matches_the_sqlite_store(pg_url: str, tmp_path: Path) -> Non
         await store.close()
     sqlite, postgres = scores
     assert postgres == sqlite and len(sqlite[0]) == 3
+
+
+async def test_close_releases_every_connection(pg_url: str) -> None:
+    name = f"phi-close-{uuid.uuid4().hex[:8]}"
+    url = f"{pg_url}&application_name={name}"
+
+    async def connections() -> int:
+        async with await psycopg.AsyncConnection.connect(server_url(), autocommit=True) as conn:
+            cur = await conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (name,)
+            )
+            (n,) = await cur.fetchone() or (0,)
+            return int(n)
+
+    for _ in range(3):  # connect / close cycles leak nothing
+        store = PostgresStore(url)
+        await store.connect()
+        await store.bind_embedding(CONFORMANCE_SPEC)
+        results = await asyncio.gather(*(store.count(RowFilter()) for _ in range(8)))
+        assert results == [0] * 8 and await connections() >= 1
+        await store.close()
+        assert await connections() == 0
+
+
+async def test_forget_failing_midway_leaves_the_namespace_whole(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [make_row(f"crows note {i}") for i in range(3)]
+    await store.write([w(r, vec(1, i, 0, 0), ("ref",)) for i, r in enumerate(rows)], [])
+    before = await store.text_search(["crows"], RowFilter(), limit=5)
+    real = _pg_sql.erase_namespace
+
+    async def crash_after_erasing(*args: Any, **kwargs: Any) -> Any:
+        await real(*args, **kwargs)
+        raise RuntimeError("crash after the deletes, before the commit")
+
+    monkeypatch.setattr(_pg_sql, "erase_namespace", crash_after_erasing)
+    with pytest.raises(RuntimeError, match="before the commit"):
+        await store.forget("ns-a")
+    monkeypatch.undo()
+    assert len(await store.get_rows([r.row_id for r in rows])) == 3
+    assert await store.ref_counts(["ref"]) == {"ref": 3}
+    assert await store.text_search(["crows"], RowFilter(), limit=5) == before
+
+
+async def test_driver_errors_surface_as_store_errors(store: Store, pg_url: str) -> None:
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute("DROP TABLE edges")  # a damaged store
+    row = make_row("a")
+    await store.write([w(row, vec(1, 0, 0, 0))], [])
+    with pytest.raises(StoreError, match="edges"):
+        await store.edges([row.row_id])
