@@ -1,7 +1,8 @@
 """One fresh PostgreSQL schema per test, on the server `scripts/services.sh` starts.
 
-The server is `phi postgres up`'s (127.0.0.1:5442) unless `PHI_TEST_POSTGRES_URL` names
-another. A missing server is an error, never a skip.
+The server is `phi postgres up`'s (127.0.0.1, port `PHI_POSTGRES_PORT` or 5442, as
+`scripts/services.sh` starts it) unless `PHI_TEST_POSTGRES_URL` names another. A missing
+server is an error, never a skip.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from urllib.parse import quote
 import psycopg
 import pytest
 
-DEFAULT_URL = "postgresql://postgres@127.0.0.1:5442/postgres"
-
 
 def server_url() -> str:
-    return os.environ.get("PHI_TEST_POSTGRES_URL", DEFAULT_URL)
+    port = os.environ.get("PHI_POSTGRES_PORT", "5442")
+    return os.environ.get(
+        "PHI_TEST_POSTGRES_URL", f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    )
 
 
 def in_schema(url: str, schema: str) -> str:

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -126,3 +127,18 @@ async def test_driver_errors_surface_as_store_errors(store: Store, pg_url: str) 
     await store.write([w(row, vec(1, 0, 0, 0))], [])
     with pytest.raises(StoreError, match="edges"):
         await store.edges([row.row_id])
+
+
+async def test_the_hnsw_path_keeps_filters_and_order(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(3)
+    rows = [make_row(f"r{i}", namespace=f"ns-{i % 10}") for i in range(200)]
+    vectors = [vec(*rng.standard_normal(4)) for _ in rows]
+    await store.write([w(r, v) for r, v in zip(rows, vectors, strict=True)], [])
+    q, scope = vec(1, 0.5, 0, 0), RowFilter(namespaces=("ns-3",))
+    exact = await store.vector_search(q, scope, limit=5)
+    monkeypatch.setattr(_pg_sql, "EXACT_MAX", 0)  # every query through the index
+    indexed = await store.vector_search(q, scope, limit=5)
+    assert [h.row_id for h in indexed] == [h.row_id for h in exact]
+    assert all(r.namespace == "ns-3" for r in await store.get_rows([h.row_id for h in indexed]))

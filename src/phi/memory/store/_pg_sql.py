@@ -358,15 +358,16 @@ async def knn(conn: Conn, vector: str, where: RowFilter, k: int) -> list[Hit]:
             params,
         )
         return [Hit(row_id=i, score=float(s)) for i, s in await cur.fetchall()]
-    await conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
-    await conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, min(k, 1000))}")
-    cur = await conn.execute(
-        "SELECT r.row_id, 1 - (v.embedding <=> %(q)s::vector) FROM row_vectors v"
-        f" JOIN rows r ON r.id = v.id WHERE {cond}"
-        " ORDER BY v.embedding <=> %(q)s::vector LIMIT %(k)s",
-        params,
-    )
-    return [Hit(row_id=i, score=float(s)) for i, s in await cur.fetchall()]
+    async with conn.transaction():  # the settings hold for this transaction only
+        await conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        await conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, min(k, 1000))}")
+        cur = await conn.execute(
+            "SELECT r.row_id, 1 - (v.embedding <=> %(q)s::vector) FROM row_vectors v"
+            f" JOIN rows r ON r.id = v.id WHERE {cond}"
+            " ORDER BY v.embedding <=> %(q)s::vector LIMIT %(k)s",
+            params,
+        )
+        return [Hit(row_id=i, score=float(s)) for i, s in await cur.fetchall()]
 
 
 async def bm25(

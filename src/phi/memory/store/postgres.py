@@ -92,7 +92,14 @@ class PostgresStore:
                 f"cannot open the PostgreSQL store at {self.location!r}: {exc}"
             ) from exc
         pool: psycopg_pool.AsyncConnectionPool[Conn] = psycopg_pool.AsyncConnectionPool(
-            self._url, min_size=1, max_size=POOL_SIZE, open=False, timeout=CONNECT_TIMEOUT_S
+            self._url,
+            min_size=1,
+            max_size=POOL_SIZE,
+            open=False,
+            timeout=CONNECT_TIMEOUT_S,
+            # Reads are mostly one statement: autocommit spares them a BEGIN and a COMMIT
+            # round trip each. Writes open their transaction explicitly.
+            kwargs={"autocommit": True},
         )
         try:
             await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
@@ -118,10 +125,12 @@ class PostgresStore:
     async def _run(self, fn: Callable[[Conn], Awaitable[T]], *, write: bool) -> T:
         pool, _ = self._ready()
         try:
-            async with pool.connection() as conn, conn.transaction():
-                if write:
+            async with pool.connection() as conn:
+                if not write:
+                    return await fn(conn)
+                async with conn.transaction():
                     await sql.lock_writes(conn)
-                return await fn(conn)
+                    return await fn(conn)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
 
@@ -372,7 +381,12 @@ class PostgresStore:
 
     async def _ledger(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         # Ledger writes touch no row and no text statistics: they need not queue behind
-        # row writes (state versions take their own per-key lock).
-        return await self._run(fn, write=False)
+        # row writes (state versions take their own per-key lock inside this transaction).
+        pool, _ = self._ready()
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                return await fn(conn)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
 
     # -- end of the learning block -------------------------------------------------------
