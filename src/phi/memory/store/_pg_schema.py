@@ -51,9 +51,9 @@ async def apply_migrations(conn: Conn) -> list[str]:
 async def create_vector_table(conn: Conn, dimension: int) -> None:
     """The vectors, with an HNSW index on cosine distance (made once the dimension is known).
 
-    A scoped query (one person's namespace) is answered exactly by the planner from the
-    rows' scope index; the HNSW index serves wide queries, with `hnsw.iterative_scan` so
-    a filter cannot starve it of results.
+    A small scope (one person's namespace) is searched exactly through the rows' scope
+    index (see `_pg_sql.knn`); the HNSW index serves wide ones, with `hnsw.iterative_scan`
+    so a filter cannot starve it of results.
     """
     await conn.execute(
         "CREATE TABLE IF NOT EXISTS row_vectors ("

@@ -25,8 +25,10 @@ ROW_COLUMNS: Final = (
     "r.row_id, r.namespace, r.kind, r.content, r.content_hash, r.status, r.supersedes,"
     " r.trust, r.tags, r.source_uris, r.author, r.created_at, r.updated_at, r.meta"
 )
-EXACT_MAX: Final = 5000
-"""Largest scope searched exactly; wider ones go through the HNSW index."""
+EXACT_MAX: Final = 2000
+"""Largest scope searched exactly; wider ones go through the HNSW index. Measured on 2
+busy cores, 384-d, top 10: exact 3.7 ms over 1,000 rows and 24 ms over 2,500; HNSW with
+iterative scan 4-6.5 ms over 22,000 rows, filtered or not."""
 EF_SEARCH: Final = 100
 """HNSW candidate list; with iterative scan a filtered query keeps searching past it."""
 
