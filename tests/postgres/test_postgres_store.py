@@ -13,7 +13,15 @@ import psycopg
 import pytest
 
 from phi.errors import StoreError
-from phi.memory.store import PostgresStore, RowFilter, SQLiteStore, Store, _pg_sql, open_store
+from phi.memory.store import (
+    PostgresStore,
+    RowFilter,
+    SQLiteStore,
+    Store,
+    _pg_sql,
+    _pg_write,
+    open_store,
+)
 from tests.memory.conformance import CONFORMANCE_SPEC, StoreConformance, make_row, vec, w
 from tests.postgres.schemas import server_url
 
@@ -105,13 +113,13 @@ async def test_forget_failing_midway_leaves_the_namespace_whole(
     rows = [make_row(f"crows note {i}") for i in range(3)]
     await store.write([w(r, vec(1, i, 0, 0), ("ref",)) for i, r in enumerate(rows)], [])
     before = await store.text_search(["crows"], RowFilter(), limit=5)
-    real = _pg_sql.erase_namespace
+    real = _pg_write.erase_namespace
 
     async def crash_after_erasing(*args: Any, **kwargs: Any) -> Any:
         await real(*args, **kwargs)
         raise RuntimeError("crash after the deletes, before the commit")
 
-    monkeypatch.setattr(_pg_sql, "erase_namespace", crash_after_erasing)
+    monkeypatch.setattr(_pg_write, "erase_namespace", crash_after_erasing)
     with pytest.raises(RuntimeError, match="before the commit"):
         await store.forget("ns-a")
     monkeypatch.undo()

@@ -28,6 +28,7 @@ from phi.errors import EmbedderMismatch, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
 from phi.memory.store import _pg_learning as learning_sql
 from phi.memory.store import _pg_sql as sql
+from phi.memory.store import _pg_write as write_sql
 from phi.memory.store._pg_hybrid import hybrid
 from phi.memory.store._pg_schema import Conn, apply_migrations, create_vector_table
 from phi.memory.store._pg_text import Tokenizer, query_tokens
@@ -129,7 +130,7 @@ class PostgresStore:
                 if not write:
                     return await fn(conn)
                 async with conn.transaction():
-                    await sql.lock_writes(conn)
+                    await write_sql.lock_writes(conn)
                     return await fn(conn)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
@@ -215,25 +216,25 @@ class PostgresStore:
         _, tokenizer = self._ready()
 
         async def write(conn: Conn) -> list[Row]:
-            stored = await sql.upsert_rows(conn, rows, dimension, tokenizer)
+            stored = await write_sql.upsert_rows(conn, rows, dimension, tokenizer)
             known: dict[str, int] = {}
             for item, (row, rid) in zip(rows, stored, strict=True):
                 known[item.row.row_id] = known[row.row_id] = rid
-            await sql.insert_edges(conn, edges, known)
+            await write_sql.insert_edges(conn, edges, known)
             if superseded:
-                await sql.set_status(conn, superseded, "superseded", at or datetime.now(UTC))
+                await write_sql.set_status(conn, superseded, "superseded", at or datetime.now(UTC))
             return [row for row, _ in stored]
 
         return await self._write(write)
 
     async def add_edges(self, edges: Sequence[Edge]) -> None:
-        await self._write(partial(sql.insert_edges, edges=edges))
+        await self._write(partial(write_sql.insert_edges, edges=edges))
 
     async def set_status(self, row_ids: Sequence[str], status: Status, *, at: datetime) -> None:
-        await self._write(partial(sql.set_status, row_ids=row_ids, status=status, at=at))
+        await self._write(partial(write_sql.set_status, row_ids=row_ids, status=status, at=at))
 
     async def forget(self, namespace: str) -> ForgetReport:
-        return await self._write(partial(sql.erase_namespace, namespace=namespace))
+        return await self._write(partial(write_sql.erase_namespace, namespace=namespace))
 
     # -- reads -------------------------------------------------------------------------
 
