@@ -1,6 +1,11 @@
 """Latency and scale of the memory engine: 10k, 100k and 1M rows over ~1000 namespaces.
 
-    uv run python bench/scale.py [--sizes 10000,100000,1000000] [--db PATH]
+    uv run python bench/scale.py [--sizes 10000,100000,1000000] [--db STORE ...]
+
+`--db` names a store: `sqlite` (a temporary file, the default), a folder (a SQLite file in
+it), or a `postgresql://` URL (a fresh schema in that database, dropped afterwards).
+Repeat it to measure several stores on the same data; the last table then gives each
+store's figures as a ratio to the first's.
 
 The store is filled through the store API with realistic synthetic rows: low-rank plus
 noise vectors clustered per namespace (uniformly random vectors would defeat any index)
@@ -35,6 +40,7 @@ from phi.memory import Memory, MiniLMEmbedder
 from phi.memory.embed import Vectors
 from phi.memory.model import Edge, Row, content_hash, new_row_id
 from phi.memory.store import RowWrite
+from phi.memory.store.scratch import scratch_location
 
 NAMESPACES = 1000
 RANK = 48
@@ -172,7 +178,21 @@ async def latencies(
     return out
 
 
-async def measure(path: Path, sizes: list[int], queries: int, ingest: int) -> None:
+@dataclass
+class Figures:
+    """One size's measurements (latencies in ms as (p50, p95))."""
+
+    size: int
+    fill_rate: float
+    ingest_rate: float
+    short_rate: float
+    scoped: tuple[float, float]
+    scoped_embedded: tuple[float, float]
+    unscoped: tuple[float, float]
+    size_mb: float
+
+
+async def measure(path: str, sizes: list[int], queries: int, ingest: int) -> list[Figures]:
     gen = Generator()
     minilm = MiniLMEmbedder()
     query_texts = [" ".join(t.split()[:6]) for t in gen.texts(queries)]
@@ -190,8 +210,10 @@ async def measure(path: Path, sizes: list[int], queries: int, ingest: int) -> No
         "unscoped p50/p95 ms, cached",
         "file MB",
     ]
+    print(f"\nstore: {path.split('?')[0]}")
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
+    figures: list[Figures] = []
     for size in sizes:
         async with Memory.open(path, embedder=minilm) as memory:
             started = time.perf_counter()
@@ -216,6 +238,59 @@ async def measure(path: Path, sizes: list[int], queries: int, ingest: int) -> No
             f"{size_mb:,.0f} |",
             flush=True,
         )
+        figures.append(
+            Figures(
+                size=size,
+                fill_rate=fill_rate,
+                ingest_rate=rate,
+                short_rate=short_rate,
+                scoped=without,
+                scoped_embedded=with_embedding,
+                unscoped=unscoped,
+                size_mb=size_mb,
+            )
+        )
+    return figures
+
+
+def print_ratios(names: list[str], runs: list[list[Figures]]) -> None:
+    """Each store's figures divided by the first store's (above 1: more rows/s, or slower)."""
+    columns = [
+        "store / " + names[0],
+        "rows",
+        "fill rows/s",
+        "ingest rows/s, chat turns",
+        "ingest rows/s, short facts",
+        "scoped p50 / p95 (cached vector)",
+        "scoped p50 / p95 (MiniLM)",
+        "unscoped p50 / p95",
+    ]
+    print("\n| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for name, run in zip(names[1:], runs[1:], strict=True):
+        for base, other in zip(runs[0], run, strict=True):
+            print(
+                f"| {name} | {other.size:,} | {other.fill_rate / base.fill_rate:.2f}x | "
+                f"{other.ingest_rate / base.ingest_rate:.2f}x | "
+                f"{other.short_rate / base.short_rate:.2f}x | "
+                f"{other.scoped[0] / base.scoped[0]:.2f}x / "
+                f"{other.scoped[1] / base.scoped[1]:.2f}x | "
+                f"{other.scoped_embedded[0] / base.scoped_embedded[0]:.2f}x / "
+                f"{other.scoped_embedded[1] / base.scoped_embedded[1]:.2f}x | "
+                f"{other.unscoped[0] / base.unscoped[0]:.2f}x / "
+                f"{other.unscoped[1] / base.unscoped[1]:.2f}x |"
+            )
+
+
+async def run_all(stores: list[str], sizes: list[int], queries: int, ingest: int) -> None:
+    runs: list[list[Figures]] = []
+    with tempfile.TemporaryDirectory(prefix="phi-scale-") as tmp:
+        for i, store in enumerate(stores):
+            base = tmp if store == "sqlite" else store
+            async with scratch_location(base, f"scale{i}") as location:
+                runs.append(await measure(location, sizes, queries, ingest))
+    if len(runs) > 1:
+        print_ratios([s.split("?")[0] for s in stores], runs)
 
 
 def main() -> None:
@@ -228,15 +303,14 @@ def main() -> None:
         "--ingest", type=int, default=2000, help="rows written through remember_many at each size"
     )
     parser.add_argument(
-        "--db", type=Path, default=None, help="store path (default: a temporary file)"
+        "--db",
+        action="append",
+        default=None,
+        help="`sqlite`, a folder, or a postgresql:// URL (repeatable; default: sqlite)",
     )
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
-    if args.db is not None:
-        anyio.run(measure, args.db, sizes, args.queries, args.ingest)
-        return
-    with tempfile.TemporaryDirectory(prefix="phi-scale-") as tmp:
-        anyio.run(measure, Path(tmp) / "scale.db", sizes, args.queries, args.ingest)
+    anyio.run(run_all, args.db or ["sqlite"], sizes, args.queries, args.ingest)
 
 
 if __name__ == "__main__":

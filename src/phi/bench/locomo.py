@@ -13,6 +13,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from phi.errors import InvalidInput
 from phi.memory import Memory, MiniLMEmbedder, NewRow, Turn
 from phi.memory.embed import Embedder
 from phi.memory.recall import DEFAULT_RECIPE, RecallRecipe
+from phi.memory.store.scratch import scratch_location
 
 __all__ = ["CATEGORIES", "KS", "LocomoResult", "QuestionResult", "load_conversations", "run_locomo"]
 
@@ -187,24 +189,32 @@ async def run_locomo(
     embedder: Embedder | None = None,
     recipe: RecallRecipe = DEFAULT_RECIPE,
     store_dir: Path | None = None,
+    db: str | None = None,
 ) -> LocomoResult:
     """Run the benchmark; write one JSON line per question to `out` if given.
 
-    Each conversation gets its own store, in a temporary folder, or in `store_dir` where it
-    is kept and reused by the next run (ingest once, then compare recipes quickly).
+    Each conversation gets its own store: a fresh SQLite file in a temporary folder, a fresh
+    schema of the PostgreSQL database `db`, or a SQLite file in `store_dir` that is kept and
+    reused by the next run (ingest once, then compare recipes quickly).
     """
+    if store_dir is not None and db is not None:
+        raise InvalidInput("give either a folder to keep stores in or a database, not both")
     conversations = load_conversations(path, samples)
     embedder = embedder or MiniLMEmbedder()
     result = LocomoResult()
+    if store_dir is not None:
+        store_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="phi-locomo-") as tmp:
-        workdir = store_dir or Path(tmp)
-        workdir.mkdir(parents=True, exist_ok=True)
         for sample in conversations:
-            async with Memory.open(
-                workdir / f"{sample['sample_id']}.db", embedder=embedder
-            ) as memory:
-                await ingest_conversation(memory, sample, result)
-                await ask_questions(memory, sample, k=k, recipe=recipe, result=result)
+            name = sample["sample_id"]
+            async with AsyncExitStack() as stack:
+                if store_dir is not None:
+                    location = str(store_dir / f"{name}.db")
+                else:
+                    location = await stack.enter_async_context(scratch_location(db or tmp, name))
+                async with Memory.open(location, embedder=embedder) as memory:
+                    await ingest_conversation(memory, sample, result)
+                    await ask_questions(memory, sample, k=k, recipe=recipe, result=result)
     if out is not None:
         with out.open("w") as fh:
             for q in result.questions:

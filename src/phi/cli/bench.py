@@ -34,11 +34,19 @@ def locomo(
         Path | None,
         typer.Option("--stores", help="Keep each conversation's store here and reuse it."),
     ] = None,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db", help="A postgresql:// URL: run on PostgreSQL (default: temporary SQLite files)."
+        ),
+    ] = None,
 ) -> None:
     """Retrieval quality on LoCoMo: recall@1/5/10/20 through phi's own write and recall path."""
 
     async def go() -> LocomoResult:
-        return await run_locomo(data, samples=sample or (), k=max(k, 20), out=out, store_dir=stores)
+        return await run_locomo(
+            data, samples=sample or (), k=max(k, 20), out=out, store_dir=stores, db=db
+        )
 
     result = run(go)
     print_locomo(result)

@@ -15,6 +15,7 @@ from phi.memory.store.base import (
     Store,
     StoreStats,
 )
+from phi.memory.store.postgres import PostgresStore
 from phi.memory.store.sqlite import SQLiteStore
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "ForgetReport",
     "Hit",
     "NamespaceInfo",
+    "PostgresStore",
     "RowFilter",
     "RowWrite",
     "SQLiteStore",
@@ -34,11 +36,16 @@ __all__ = [
 
 
 def open_store(location: str | Path) -> Store:
-    """The backend a location names: a file path (SQLite) today; URLs select others."""
+    """The backend a location names: a file path or `sqlite://` URL (SQLite), or a
+    `postgresql://` / `postgres://` URL (PostgreSQL with pgvector)."""
     text = str(location)
     if "://" not in text:
         return SQLiteStore(Path(text).expanduser())
     if text.startswith("sqlite://"):
         return SQLiteStore(Path(text.removeprefix("sqlite://")).expanduser())
     scheme = text.split("://", 1)[0]
-    raise StoreError(f"no memory backend for {scheme!r} URLs yet; use a SQLite file path")
+    if scheme in ("postgresql", "postgres"):
+        return PostgresStore(text)
+    raise StoreError(
+        f"no memory backend for {scheme!r} URLs; use a SQLite file path or a postgresql:// URL"
+    )

@@ -1,0 +1,178 @@
+"""Migrations of the PostgreSQL store.
+
+Ordered functions registered by `@migration`, as in the SQLite store; each commits
+together with its bookkeeping row, and an applied migration is never edited. Every
+migration runs under one advisory lock, so processes opening a fresh store at once apply
+each migration once. Tables live in the connection's current schema (the first of its
+`search_path`), so one database can hold several stores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import psycopg
+
+__all__ = ["Conn", "apply_migrations", "create_vector_table"]
+
+Conn = psycopg.AsyncConnection[tuple[Any, ...]]
+Migration = Callable[[Conn], Awaitable[None]]
+_MIGRATIONS: list[tuple[str, Migration]] = []
+
+MIGRATION_LOCK: Final = 0x70686931
+"""Advisory lock key ("phi1") held while a migration is applied."""
+
+
+def migration(fn: Migration) -> Migration:
+    _MIGRATIONS.append((fn.__name__, fn))
+    return fn
+
+
+async def apply_migrations(conn: Conn) -> list[str]:
+    """Apply pending migrations in order; return the names applied."""
+    applied: list[str] = []
+    for name, fn in _MIGRATIONS:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS phi_migrations"
+                " (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            cur = await conn.execute("SELECT 1 FROM phi_migrations WHERE name = %s", (name,))
+            if await cur.fetchone() is not None:
+                continue
+            await fn(conn)
+            await conn.execute("INSERT INTO phi_migrations (name) VALUES (%s)", (name,))
+            applied.append(name)
+    return applied
+
+
+async def create_vector_table(conn: Conn, dimension: int) -> None:
+    """The vectors, with an HNSW index on cosine distance (made once the dimension is known).
+
+    A small scope (one person's namespace) is searched exactly through the rows' scope
+    index (see `_pg_sql.knn`); the HNSW index serves wide ones, with `hnsw.iterative_scan`
+    so a filter cannot starve it of results.
+    """
+    await conn.execute(
+        "CREATE TABLE IF NOT EXISTS row_vectors ("
+        " id bigint PRIMARY KEY REFERENCES rows (id) ON DELETE CASCADE,"
+        f" embedding vector({int(dimension)}) NOT NULL)"
+    )
+    await conn.execute(
+        "CREATE INDEX IF NOT EXISTS row_vectors_hnsw ON row_vectors"
+        " USING hnsw (embedding vector_cosine_ops)"
+    )
+
+
+@migration
+async def m001_initial(conn: Conn) -> None:
+    found = await conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")
+    if await found.fetchone() is None:
+        await conn.execute("CREATE EXTENSION vector")
+    await conn.execute(
+        """
+        CREATE TABLE phi_meta (key text PRIMARY KEY, value text NOT NULL);
+
+        CREATE TABLE rows (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            row_id text NOT NULL UNIQUE,
+            namespace text NOT NULL,
+            kind text NOT NULL,
+            content text NOT NULL,
+            content_hash text NOT NULL,
+            status text NOT NULL CHECK (status IN ('active', 'superseded')),
+            supersedes text,
+            trust text NOT NULL,
+            tags text[] NOT NULL,
+            source_uris text[] NOT NULL,
+            author text,
+            thread text,
+            created_at timestamptz NOT NULL,
+            updated_at timestamptz NOT NULL,
+            meta jsonb NOT NULL,
+            doc_len integer NOT NULL
+        );
+        CREATE UNIQUE INDEX rows_identity ON rows (namespace, content_hash);
+        CREATE INDEX rows_scope ON rows (namespace, status, created_at);
+        CREATE INDEX rows_namespace_time ON rows (namespace, created_at);
+        CREATE INDEX rows_author ON rows (author, created_at) WHERE author IS NOT NULL;
+        CREATE INDEX rows_thread ON rows (thread, created_at) WHERE thread IS NOT NULL;
+        CREATE INDEX rows_created ON rows (created_at, id);
+
+        CREATE TABLE edges (
+            src bigint NOT NULL REFERENCES rows (id) ON DELETE CASCADE,
+            dst bigint NOT NULL REFERENCES rows (id) ON DELETE CASCADE,
+            type text NOT NULL,
+            weight double precision NOT NULL,
+            created_at timestamptz NOT NULL,
+            PRIMARY KEY (src, dst, type)
+        );
+        CREATE INDEX edges_dst ON edges (dst);
+
+        CREATE TABLE row_refs (
+            ref text NOT NULL,
+            id bigint NOT NULL REFERENCES rows (id) ON DELETE CASCADE,
+            PRIMARY KEY (ref, id)
+        );
+        CREATE INDEX row_refs_id ON row_refs (id);
+
+        -- BM25 from term statistics: postings with term frequencies (the tokens of the
+        -- SQLite store's FTS5 'porter unicode61' tokenizer), document frequencies, and
+        -- the corpus size and length. `text_stats` is locked by every write (one writer at
+        -- a time, as in SQLite), so the statistics stay exact.
+        CREATE TABLE row_terms (
+            term text NOT NULL,
+            namespace text NOT NULL,
+            id bigint NOT NULL REFERENCES rows (id) ON DELETE CASCADE,
+            tf integer NOT NULL,
+            PRIMARY KEY (term, namespace, id)
+        );
+        CREATE INDEX row_terms_id ON row_terms (id);
+        CREATE TABLE term_df (term text PRIMARY KEY, df bigint NOT NULL);
+        CREATE TABLE text_stats (
+            one boolean PRIMARY KEY DEFAULT true CHECK (one),
+            n_rows bigint NOT NULL,
+            total_len bigint NOT NULL
+        );
+        INSERT INTO text_stats (n_rows, total_len) VALUES (0, 0);
+        """
+    )
+
+
+@migration
+async def m002_learning(conn: Conn) -> None:
+    """Bookkeeping of the learning passes: processed markers, versioned state, model calls."""
+    await conn.execute(
+        """
+        CREATE TABLE learning_marks (
+            pass text NOT NULL,
+            id bigint NOT NULL REFERENCES rows (id) ON DELETE CASCADE,
+            marked_at timestamptz NOT NULL,
+            PRIMARY KEY (pass, id)
+        );
+        CREATE INDEX learning_marks_id ON learning_marks (id);
+
+        CREATE TABLE learning_state (
+            scope text NOT NULL,
+            key text NOT NULL,
+            version integer NOT NULL,
+            value text NOT NULL,
+            written_at timestamptz NOT NULL,
+            PRIMARY KEY (scope, key, version)
+        );
+
+        CREATE TABLE model_calls (
+            id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            purpose text NOT NULL,
+            model text NOT NULL,
+            requests integer NOT NULL,
+            input_tokens integer NOT NULL,
+            output_tokens integer NOT NULL,
+            outcome text NOT NULL,
+            called_at timestamptz NOT NULL
+        );
+        CREATE INDEX model_calls_purpose ON model_calls (purpose, called_at);
+        """
+    )

@@ -1,0 +1,211 @@
+"""The write SQL of the PostgreSQL store: the identity upsert with its vectors, postings,
+statistics and references; edges; supersession; and `forget`. Each runs inside the write
+transaction `PostgresStore` opens (after `lock_writes`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from psycopg.types.json import Jsonb
+
+from phi.errors import NamespaceNotFound, RowNotFound, StoreError
+from phi.memory.model import Edge, Row, Status
+from phi.memory.store._pg_schema import Conn
+from phi.memory.store._pg_sql import ROW_COLUMNS, internal_ids, row_from, vector_literal
+from phi.memory.store._pg_text import Tokenizer
+from phi.memory.store.base import ForgetReport, RowWrite
+
+
+async def lock_writes(conn: Conn) -> None:
+    """Take the store's write lock for this transaction (the text statistics row)."""
+    await conn.execute("SELECT 1 FROM text_stats FOR UPDATE")
+
+
+async def upsert_rows(
+    conn: Conn, items: Sequence[RowWrite], dimension: int, tokenizer: Tokenizer
+) -> list[tuple[Row, int]]:
+    """Insert rows with their vectors, postings and references, a statement per table for
+    the whole batch; a row whose `(namespace, content_hash)` is already stored (or earlier
+    in the batch) is not inserted: its stored row and internal id come back instead."""
+    for item in items:
+        if item.vector.shape != (dimension,):
+            raise StoreError(
+                f"vector of shape {item.vector.shape} does not fit this store ({dimension}-d)"
+            )
+    if not items:
+        return []
+    rows = [item.row for item in items]
+    postings = [tokenizer.postings(row.content) for row in rows]
+    threads = [row.meta.get("thread") for row in rows]
+    cur = await conn.execute(
+        "INSERT INTO rows (row_id, namespace, kind, content, content_hash, status, supersedes,"
+        " trust, tags, source_uris, author, thread, created_at, updated_at, meta, doc_len)"
+        " SELECT u.row_id, u.namespace, u.kind, u.content, u.content_hash, u.status,"
+        " u.supersedes, u.trust, ARRAY(SELECT jsonb_array_elements_text(u.tags)),"
+        " ARRAY(SELECT jsonb_array_elements_text(u.sources)), u.author, u.thread,"
+        " u.created_at, u.updated_at, u.meta, u.doc_len FROM unnest("
+        "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
+        " %s::text[], %s::jsonb[], %s::jsonb[], %s::text[], %s::text[], %s::timestamptz[],"
+        " %s::timestamptz[], %s::jsonb[], %s::int[]) WITH ORDINALITY AS u(row_id, namespace,"
+        " kind, content, content_hash, status, supersedes, trust, tags, sources, author,"
+        " thread, created_at, updated_at, meta, doc_len, n) ORDER BY u.n"
+        " ON CONFLICT (namespace, content_hash) DO NOTHING RETURNING row_id, id",
+        (
+            [r.row_id for r in rows],
+            [r.namespace for r in rows],
+            [r.kind for r in rows],
+            [r.content for r in rows],
+            [r.content_hash for r in rows],
+            [r.status for r in rows],
+            [r.supersedes for r in rows],
+            [r.trust for r in rows],
+            [Jsonb(list(r.tags)) for r in rows],
+            [Jsonb(list(r.source_uris)) for r in rows],
+            [r.author for r in rows],
+            [t if isinstance(t, str) else None for t in threads],
+            [r.created_at for r in rows],
+            [r.updated_at for r in rows],
+            [Jsonb(dict(r.meta)) for r in rows],
+            [length for _, length in postings],
+        ),
+    )
+    inserted = {row_id: int(rid) for row_id, rid in await cur.fetchall()}
+    new = [i for i, row in enumerate(rows) if row.row_id in inserted]
+    if new:
+        await _index_new(conn, [items[i] for i in new], [postings[i] for i in new], inserted)
+    others = [(row.namespace, row.content_hash) for row in rows if row.row_id not in inserted]
+    stored: dict[tuple[str, str], tuple[Row, int]] = {}
+    if others:
+        cur = await conn.execute(
+            f"SELECT {ROW_COLUMNS}, r.id FROM rows r"
+            " JOIN unnest(%s::text[], %s::text[]) AS k(ns, h)"
+            " ON r.namespace = k.ns AND r.content_hash = k.h",
+            ([n for n, _ in others], [h for _, h in others]),
+        )
+        for values in await cur.fetchall():
+            row = row_from(values[:-1])
+            stored[row.namespace, row.content_hash] = (row, int(values[-1]))
+    return [
+        (row, inserted[row.row_id])
+        if row.row_id in inserted
+        else stored[row.namespace, row.content_hash]
+        for row in rows
+    ]
+
+
+async def _index_new(
+    conn: Conn,
+    items: Sequence[RowWrite],
+    postings: Sequence[tuple[Counter[str], int]],
+    ids: dict[str, int],
+) -> None:
+    """Vectors, postings, statistics and references of freshly inserted rows."""
+    rids = [ids[item.row.row_id] for item in items]
+    await conn.execute(
+        "INSERT INTO row_vectors (id, embedding)"
+        " SELECT i, v::vector FROM unnest(%s::bigint[], %s::text[]) AS u(i, v)",
+        (rids, [vector_literal(item.vector) for item in items]),
+    )
+    terms, namespaces, term_ids, tfs = [], [], [], []
+    df: Counter[str] = Counter()
+    for item, rid, (counts, _) in zip(items, rids, postings, strict=True):
+        for term, tf in counts.items():
+            terms.append(term)
+            namespaces.append(item.row.namespace)
+            term_ids.append(rid)
+            tfs.append(tf)
+        df.update(counts.keys())
+    if terms:
+        await conn.execute(
+            "INSERT INTO row_terms (term, namespace, id, tf)"
+            " SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::int[])",
+            (terms, namespaces, term_ids, tfs),
+        )
+        ordered = sorted(df)
+        await conn.execute(
+            "INSERT INTO term_df (term, df)"
+            " SELECT * FROM unnest(%s::text[], %s::bigint[])"
+            " ON CONFLICT (term) DO UPDATE SET df = term_df.df + excluded.df",
+            (ordered, [df[t] for t in ordered]),
+        )
+    await conn.execute(
+        "UPDATE text_stats SET n_rows = n_rows + %s, total_len = total_len + %s",
+        (len(items), sum(length for _, length in postings)),
+    )
+    refs = [(ref, rid) for item, rid in zip(items, rids, strict=True) for ref in set(item.refs)]
+    if refs:
+        await conn.execute(
+            "INSERT INTO row_refs (ref, id) SELECT * FROM unnest(%s::text[], %s::bigint[])"
+            " ON CONFLICT DO NOTHING",
+            ([r for r, _ in refs], [i for _, i in refs]),
+        )
+
+
+async def insert_edges(
+    conn: Conn, edges: Sequence[Edge], known: dict[str, int] | None = None
+) -> None:
+    """Insert edges; `known` maps row ids of this write to internal ids (a row found
+    already stored under its identity is known by the id the caller gave it)."""
+    if not edges:
+        return
+    ids = dict(known or {})
+    missing = [end for e in edges for end in (e.src, e.dst) if end not in ids]
+    ids |= await internal_ids(conn, missing)
+    for edge in edges:
+        for end in (edge.src, edge.dst):
+            if end not in ids:
+                raise RowNotFound(end)
+    now = datetime.now(UTC)
+    pairs = [e for e in edges if ids[e.src] != ids[e.dst]]
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO edges (src, dst, type, weight, created_at) VALUES (%s,%s,%s,%s,%s)"
+            " ON CONFLICT (src, dst, type)"
+            " DO UPDATE SET weight = greatest(edges.weight, excluded.weight)",
+            [(ids[e.src], ids[e.dst], e.edge_type, e.weight, e.created_at or now) for e in pairs],
+        )
+
+
+async def set_status(conn: Conn, row_ids: Sequence[str], status: Status, at: datetime) -> None:
+    ids = await internal_ids(conn, row_ids)
+    for row_id in row_ids:
+        if row_id not in ids:
+            raise RowNotFound(row_id)
+    await conn.execute(
+        "UPDATE rows SET status = %s, updated_at = %s WHERE id = ANY(%s)",
+        (status, at, list(ids.values())),
+    )
+
+
+async def erase_namespace(conn: Conn, namespace: str) -> ForgetReport:
+    cur = await conn.execute(
+        "SELECT kind, count(*), sum(doc_len) FROM rows WHERE namespace = %s GROUP BY kind",
+        (namespace,),
+    )
+    found = await cur.fetchall()
+    if not found:
+        raise NamespaceNotFound(namespace)
+    kinds = {kind: int(n) for kind, n, _ in found}
+    rows, length = sum(kinds.values()), sum(int(s) for _, _, s in found)
+    cur = await conn.execute(
+        "SELECT count(*) FROM edges WHERE src IN (SELECT id FROM rows WHERE namespace = %s)"
+        " OR dst IN (SELECT id FROM rows WHERE namespace = %s)",
+        (namespace, namespace),
+    )
+    (edges,) = await cur.fetchone() or (0,)
+    await conn.execute(
+        "UPDATE term_df d SET df = d.df - x.n FROM (SELECT t.term, count(*) AS n FROM row_terms t"
+        " JOIN rows r ON r.id = t.id WHERE r.namespace = %s GROUP BY t.term) x"
+        " WHERE d.term = x.term",
+        (namespace,),
+    )
+    await conn.execute("DELETE FROM term_df WHERE df <= 0")
+    await conn.execute(
+        "UPDATE text_stats SET n_rows = n_rows - %s, total_len = total_len - %s", (rows, length)
+    )
+    # Vectors, postings, references, edges and learning marks go by cascade.
+    await conn.execute("DELETE FROM rows WHERE namespace = %s", (namespace,))
+    return ForgetReport(namespace=namespace, rows=rows, edges=int(edges), kinds=kinds)

@@ -1,0 +1,400 @@
+"""The scale-out store: PostgreSQL with pgvector, for many processes and hosts at once.
+
+Async psycopg 3 over a connection pool. Every public write runs in one transaction that
+first takes the store's write lock (a row lock, so writers queue as in SQLite while
+readers never wait), which keeps the BM25 statistics exact and makes the identity upsert
+safe across processes. Reads run in their own transactions. Any driver error surfaces as
+`StoreError`. The SQL lives in `_pg_sql` (rows, edges, vectors, text) and `_pg_learning`
+(the ledger); migrations in `_pg_schema`; BM25 scoring in `_pg_text`.
+
+The server needs PostgreSQL 13 or later with the `vector` extension (pgvector 0.8 or
+later for iterative index scans); `phi postgres up` starts such a server locally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from functools import partial
+from typing import TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import numpy as np
+import numpy.typing as npt
+import psycopg
+import psycopg_pool
+
+from phi.errors import EmbedderMismatch, StoreError
+from phi.memory.model import Edge, EdgeType, Row, Status
+from phi.memory.store import _pg_learning as learning_sql
+from phi.memory.store import _pg_sql as sql
+from phi.memory.store import _pg_write as write_sql
+from phi.memory.store._pg_hybrid import hybrid
+from phi.memory.store._pg_schema import Conn, apply_migrations, create_vector_table
+from phi.memory.store._pg_text import Tokenizer, query_tokens
+from phi.memory.store.base import (
+    EmbeddingSpec,
+    ForgetReport,
+    Hit,
+    HybridQuery,
+    HybridSignals,
+    ModelCallRecord,
+    NamespaceInfo,
+    RowFilter,
+    RowWrite,
+    StateEntry,
+    StoreStats,
+    UsageTotals,
+    gather_stepwise,
+)
+
+__all__ = ["PostgresStore"]
+
+T = TypeVar("T")
+POOL_SIZE = 4
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _redacted(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+class PostgresStore:
+    """A memory store in a PostgreSQL database (its tables in the connection's schema)."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+        self._pool: psycopg_pool.AsyncConnectionPool[Conn] | None = None
+        self._embedding: EmbeddingSpec | None = None
+        self._tokenizer: Tokenizer | None = None
+
+    @property
+    def location(self) -> str:
+        return _redacted(self._url)
+
+    # -- connections -------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        # One direct connection first: a wrong URL or a stopped server fails at once with
+        # the driver's own reason, where the pool would retry until its timeout.
+        try:
+            async with await psycopg.AsyncConnection.connect(
+                self._url, connect_timeout=int(CONNECT_TIMEOUT_S)
+            ) as conn:
+                await apply_migrations(conn)
+                self._embedding = await self._read_embedding(conn)
+        except psycopg.Error as exc:
+            raise StoreError(
+                f"cannot open the PostgreSQL store at {self.location!r}: {exc}"
+            ) from exc
+        pool: psycopg_pool.AsyncConnectionPool[Conn] = psycopg_pool.AsyncConnectionPool(
+            self._url,
+            min_size=1,
+            max_size=POOL_SIZE,
+            open=False,
+            timeout=CONNECT_TIMEOUT_S,
+            # Reads are mostly one statement: autocommit spares them a BEGIN and a COMMIT
+            # round trip each. Writes open their transaction explicitly.
+            kwargs={"autocommit": True},
+        )
+        try:
+            await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        except psycopg_pool.PoolTimeout as exc:
+            await pool.close()
+            raise StoreError(f"cannot open the PostgreSQL store at {self.location!r}") from exc
+        self._pool = pool
+        self._tokenizer = Tokenizer()
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
+        if self._tokenizer is not None:
+            self._tokenizer.close()
+            self._tokenizer = None
+
+    def _ready(self) -> tuple[psycopg_pool.AsyncConnectionPool[Conn], Tokenizer]:
+        if self._pool is None or self._tokenizer is None:
+            raise StoreError("the store is not connected; use `async with Memory.open(...)`")
+        return self._pool, self._tokenizer
+
+    async def _run(self, fn: Callable[[Conn], Awaitable[T]], *, write: bool) -> T:
+        pool, _ = self._ready()
+        try:
+            async with pool.connection() as conn:
+                if not write:
+                    return await fn(conn)
+                async with conn.transaction():
+                    await write_sql.lock_writes(conn)
+                    return await fn(conn)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
+
+    async def _read(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        return await self._run(fn, write=False)
+
+    async def _write(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        return await self._run(fn, write=True)
+
+    # -- embedding ---------------------------------------------------------------------
+
+    @staticmethod
+    async def _read_embedding(conn: Conn) -> EmbeddingSpec | None:
+        cur = await conn.execute("SELECT key, value FROM phi_meta")
+        meta: dict[str, str] = {key: value for key, value in await cur.fetchall()}
+        if "embedding_model" not in meta:
+            return None
+        return EmbeddingSpec(model=meta["embedding_model"], dimension=int(meta["embedding_dim"]))
+
+    async def embedding(self) -> EmbeddingSpec | None:
+        return self._embedding
+
+    async def bind_embedding(self, spec: EmbeddingSpec) -> None:
+        async def bind(conn: Conn) -> EmbeddingSpec:
+            stored = await self._read_embedding(conn)
+            if stored is None:
+                await conn.execute(
+                    "INSERT INTO phi_meta (key, value) VALUES ('embedding_model', %s),"
+                    " ('embedding_dim', %s)",
+                    (spec.model, str(spec.dimension)),
+                )
+                await create_vector_table(conn, spec.dimension)
+                return spec
+            if stored != spec:
+                raise EmbedderMismatch(
+                    stored=stored.model,
+                    stored_dim=stored.dimension,
+                    given=spec.model,
+                    given_dim=spec.dimension,
+                )
+            return stored
+
+        self._embedding = await self._write(bind)
+
+    def _dimension(self) -> int:
+        if self._embedding is None:
+            raise StoreError("no embedding model is recorded yet; bind one before writing")
+        return self._embedding.dimension
+
+    def _query_vector(self, vector: npt.NDArray[np.float32]) -> str:
+        dimension = self._dimension()
+        if vector.shape != (dimension,):
+            raise StoreError(
+                f"query vector of shape {vector.shape} does not fit this store ({dimension}-d)"
+            )
+        return sql.vector_literal(vector)
+
+    # -- writes ------------------------------------------------------------------------
+
+    async def write(
+        self,
+        rows: Sequence[RowWrite],
+        edges: Sequence[Edge],
+        *,
+        superseded: Sequence[str] = (),
+        at: datetime | None = None,
+    ) -> list[Row]:
+        return await self.upsert(rows, edges, superseded=superseded, at=at)
+
+    async def upsert(
+        self,
+        rows: Sequence[RowWrite],
+        edges: Sequence[Edge],
+        *,
+        superseded: Sequence[str] = (),
+        at: datetime | None = None,
+    ) -> list[Row]:
+        """`write`, returning the stored row of each write in order: a row whose
+        `(namespace, content_hash)` is already stored is not written again, and edges
+        naming it go to the stored row."""
+        dimension = self._dimension()
+        _, tokenizer = self._ready()
+
+        async def write(conn: Conn) -> list[Row]:
+            stored = await write_sql.upsert_rows(conn, rows, dimension, tokenizer)
+            known: dict[str, int] = {}
+            for item, (row, rid) in zip(rows, stored, strict=True):
+                known[item.row.row_id] = known[row.row_id] = rid
+            await write_sql.insert_edges(conn, edges, known)
+            if superseded:
+                await write_sql.set_status(conn, superseded, "superseded", at or datetime.now(UTC))
+            return [row for row, _ in stored]
+
+        return await self._write(write)
+
+    async def add_edges(self, edges: Sequence[Edge]) -> None:
+        await self._write(partial(write_sql.insert_edges, edges=edges))
+
+    async def set_status(self, row_ids: Sequence[str], status: Status, *, at: datetime) -> None:
+        await self._write(partial(write_sql.set_status, row_ids=row_ids, status=status, at=at))
+
+    async def forget(
+        self,
+        namespace: str,
+        *,
+        author: str | None = None,
+        state: Sequence[tuple[str, str]] = (),
+    ) -> ForgetReport:
+        # TODO(merge): provenance and state erasure as in the SQLite store (being ported).
+        return await self._write(partial(write_sql.erase_namespace, namespace=namespace))
+
+    # -- reads -------------------------------------------------------------------------
+
+    async def get_rows(self, row_ids: Sequence[str]) -> list[Row]:
+        return await self._read(partial(sql.select_rows, row_ids=row_ids))
+
+    async def get_vectors(self, row_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        return await self._read(partial(sql.select_vectors, row_ids=row_ids))
+
+    async def find_by_hash(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Row]:
+        return await self._read(partial(sql.select_by_hash, keys=keys))
+
+    async def edges(
+        self, row_ids: Sequence[str], *, types: Sequence[EdgeType] | None = None
+    ) -> list[Edge]:
+        return await self._read(partial(sql.select_edges, row_ids=row_ids, types=types))
+
+    async def hybrid(self, query: HybridQuery) -> HybridSignals:
+        _, tokenizer = self._ready()
+        if self._embedding is None:
+            return await gather_stepwise(self, query)
+        vector = self._query_vector(query.vector)
+        tokens = query_tokens(tokenizer, query.terms)
+        return await self._read(partial(hybrid, query=query, vector=vector, tokens=tokens))
+
+    async def vector_search(
+        self, vector: npt.NDArray[np.float32], where: RowFilter, *, limit: int
+    ) -> list[Hit]:
+        (hits,) = await self.vector_search_many([(vector, where)], limit=limit)
+        return hits
+
+    async def vector_search_many(
+        self, queries: Sequence[tuple[npt.NDArray[np.float32], RowFilter]], *, limit: int
+    ) -> list[list[Hit]]:
+        if self._embedding is None or limit <= 0:
+            return [[] for _ in queries]
+        literals = [(self._query_vector(vector), where) for vector, where in queries]
+
+        async def search(conn: Conn) -> list[list[Hit]]:
+            return [await sql.knn(conn, q, where, limit) for q, where in literals]
+
+        return await self._read(search)
+
+    async def text_search(self, terms: Sequence[str], where: RowFilter, *, limit: int) -> list[Hit]:
+        _, tokenizer = self._ready()
+        tokens = query_tokens(tokenizer, terms)
+        return await self._read(partial(sql.bm25, tokens=tokens, where=where, limit=limit))
+
+    async def vector_scores(
+        self, vector: npt.NDArray[np.float32], row_ids: Sequence[str]
+    ) -> dict[str, float]:
+        literal = self._query_vector(vector)
+        return await self._read(partial(sql.cosine_of, vector=literal, row_ids=row_ids))
+
+    async def text_scores(
+        self, terms: Sequence[str], row_ids: Sequence[str], where: RowFilter
+    ) -> dict[str, float]:
+        _, tokenizer = self._ready()
+        tokens = query_tokens(tokenizer, terms)
+        if not row_ids:
+            return {}
+        hits = await self._read(
+            partial(sql.bm25, tokens=tokens, where=where, limit=None, row_ids=row_ids)
+        )
+        return {h.row_id: h.score for h in hits}
+
+    async def latest(self, where: RowFilter, *, limit: int) -> list[Row]:
+        return await self._read(partial(sql.latest, where=where, limit=limit))
+
+    async def latest_many(self, wheres: Sequence[RowFilter], *, limit: int) -> list[list[Row]]:
+        async def many(conn: Conn) -> list[list[Row]]:
+            return [await sql.latest(conn, w, limit) for w in wheres]
+
+        return await self._read(many)
+
+    async def ref_counts(self, refs: Sequence[str]) -> dict[str, int]:
+        return await self._read(partial(sql.ref_counts, refs=refs))
+
+    async def rows_with_ref(self, ref: str, where: RowFilter, *, limit: int) -> list[str]:
+        return await self._read(partial(sql.rows_with_ref, ref=ref, where=where, limit=limit))
+
+    async def count(self, where: RowFilter) -> int:
+        return await self._read(partial(sql.count, where=where))
+
+    async def namespaces(self, *, prefix: str | None = None) -> list[NamespaceInfo]:
+        return await self._read(partial(sql.namespace_infos, prefix=prefix))
+
+    async def scan(self, where: RowFilter, *, batch_size: int = 500) -> AsyncIterator[Row]:
+        after: tuple[datetime, int] | None = None
+        while True:
+            batch = await self._read(
+                partial(sql.scan_batch, where=where, after=after, size=batch_size)
+            )
+            for row, _ in batch:
+                yield row
+            if len(batch) < batch_size:
+                return
+            after = batch[-1][1]
+
+    async def stats(self) -> StoreStats:
+        rows, edges, namespaces, size = await self._read(sql.totals)
+        return StoreStats(
+            location=self.location,
+            backend="postgresql",
+            embedding=self._embedding,
+            rows=rows,
+            edges=edges,
+            namespaces=namespaces,
+            size_bytes=size,
+        )
+
+    # -- learning passes' bookkeeping (append-only block) --------------------------------
+
+    async def mark(self, pass_name: str, row_ids: Sequence[str], *, at: datetime) -> None:
+        await self._write(
+            partial(learning_sql.insert_marks, pass_name=pass_name, row_ids=row_ids, at=at)
+        )
+
+    async def unmarked(self, pass_name: str, where: RowFilter, *, limit: int) -> list[Row]:
+        return await self._read(
+            partial(learning_sql.select_unmarked, pass_name=pass_name, where=where, limit=limit)
+        )
+
+    async def read_state(self, scope: str, key: str) -> StateEntry | None:
+        return await self._read(partial(learning_sql.select_state, scope=scope, key=key))
+
+    async def write_state(
+        self, scope: str, key: str, value: str, *, at: datetime, keep: int = 20
+    ) -> int:
+        return await self._ledger(
+            partial(learning_sql.insert_state, scope=scope, key=key, value=value, at=at, keep=keep)
+        )
+
+    async def state_keys(self, scope: str) -> list[str]:
+        return await self._read(partial(learning_sql.select_state_keys, scope=scope))
+
+    async def log_model_call(self, call: ModelCallRecord) -> None:
+        await self._ledger(partial(learning_sql.insert_model_call, call=call))
+
+    async def model_usage(self) -> list[UsageTotals]:
+        return await self._read(learning_sql.select_usage)
+
+    async def erase_state(self, scope: str, key: str) -> int:
+        return await self._ledger(partial(learning_sql.delete_state, scope=scope, key=key))
+
+    async def _ledger(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
+        # Ledger writes touch no row and no text statistics: they need not queue behind
+        # row writes (state versions take their own per-key lock inside this transaction).
+        pool, _ = self._ready()
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                return await fn(conn)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
+
+    # -- end of the learning block -------------------------------------------------------

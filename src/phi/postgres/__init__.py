@@ -1,0 +1,23 @@
+"""A local PostgreSQL with pgvector for development and tests (`phi postgres up`).
+
+The memory store itself lives in `phi.memory.store.postgres` and works with any server
+that has the `vector` extension; this package only manages the bundled one.
+"""
+
+from phi.postgres.server import (
+    DEFAULT_PORT,
+    PostgresServerError,
+    ServerStatus,
+    server_down,
+    server_status,
+    server_up,
+)
+
+__all__ = [
+    "DEFAULT_PORT",
+    "PostgresServerError",
+    "ServerStatus",
+    "server_down",
+    "server_status",
+    "server_up",
+]

