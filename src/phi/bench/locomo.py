@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+import anyio
+
 from phi.errors import InvalidInput
 from phi.memory import Memory, MiniLMEmbedder, NewRow, Turn
 from phi.memory.embed import Embedder
@@ -203,7 +205,7 @@ async def run_locomo(
     embedder = embedder or MiniLMEmbedder()
     result = LocomoResult()
     if store_dir is not None:
-        store_dir.mkdir(parents=True, exist_ok=True)
+        await anyio.Path(store_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="phi-locomo-") as tmp:
         for sample in conversations:
             name = sample["sample_id"]
