@@ -22,6 +22,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from phi.agent import AgentConfig, PhiDeps
 from phi.agent.core import build_agent, run
 from phi.agent.mcp_config import McpConfigError, McpServerConfig, load_mcp_servers
+from phi.agent.mcp_servers import McpServerToolset
 from phi.memory import Memory, MiniLMEmbedder
 from phi.memory.learning import Blocks
 
@@ -137,6 +138,26 @@ async def test_team_memory_over_http_and_stdio_with_unreachable_servers_reported
     async with Memory.open(team_db, embedder=minilm) as team:
         rows = [row async for row in team.export(namespace="team")]
     assert [r.content for r in rows] == ["the release freeze starts on Friday"]
+
+
+async def test_an_entered_agent_keeps_one_session_across_runs(
+    team_server: tuple[str, Path], memory: Memory
+) -> None:
+    url, _ = team_server
+    agent = build_agent(
+        scripted([("team_recall", {"query": "freeze"})], {}),
+        AgentConfig(mcp_servers=(McpServerConfig(name="team", url=url),)),
+    )
+    (toolset,) = [t for t in agent.toolsets if isinstance(t, McpServerToolset)]
+    await run(agent, run_deps(memory))
+    await run(agent, run_deps(memory))
+    assert toolset.sessions_opened == 2  # one per run
+    async with agent:  # as `phi run` does
+        for _ in range(3):
+            d = run_deps(memory)
+            assert await run(agent, d) == "done"
+            assert any(a.startswith("team_recall (MCP team)") for a in d.activity.actions)
+    assert toolset.sessions_opened == 3  # the three runs shared one
 
 
 async def test_a_tiny_model_gets_no_external_tools(memory: Memory) -> None:

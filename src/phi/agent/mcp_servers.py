@@ -1,9 +1,13 @@
 """External MCP servers mounted as toolsets on every run (`PHI_MCP_SERVERS`).
 
 The settings name a TOML or JSON file listing servers, each a stdio command or an HTTP URL,
-with a tool-name prefix and optional headers. Every run opens its own session to each server
-(`for_run`), and each server fails alone: one that cannot start, or whose tool call breaks,
-is reported in the run's activity and the log, and the run goes on with the other tools.
+with a tool-name prefix and optional headers. A run opens a session to each server and
+closes it after, unless the agent is entered (`async with agent`, as `phi run` does): then
+one session per server lives as long as the agent, which matters for stdio servers (starting
+`phi mcp` takes seconds). Each server fails alone: one that cannot start, or whose tool call
+breaks, is reported in the run's activity and the log, and the run goes on without it. A
+server that could not start is tried again when a session next opens: the next run, or
+for `phi run`, its next start.
 
 pydantic-ai's own `MCPToolset` needs the `fastmcp` client, which phi does not install; this
 toolset speaks to servers through the `mcp` SDK's `Client` that phi's own server is tested
@@ -57,23 +61,24 @@ def _result_text(result: CallToolResult) -> str:
 
 @dataclass
 class McpServerToolset(AbstractToolset[PhiDeps]):
-    """One server's tools, prefixed. The agent holds this as a template; each run gets a
-    fresh copy (`for_run`) that opens its own session on entry and closes it on exit."""
+    """One server's tools, prefixed. The outermost entry opens the session and the matching
+    exit closes it (always in the same task, as the session's task group requires); nested
+    entries (runs inside an entered agent) share it."""
 
     config: McpServerConfig
     failure: str | None = field(default=None, init=False)
-    """Why the server is unavailable in this run, or None."""
+    """Why the current session could not open, or None."""
+    sessions_opened: int = field(default=0, init=False)
+    """Sessions this toolset has opened (successfully) so far."""
     _tools: list[Tool] = field(default_factory=list, init=False, repr=False)
     _client: Client | None = field(default=None, init=False, repr=False)
     _stack: AsyncExitStack | None = field(default=None, init=False, repr=False)
-    _reported: bool = field(default=False, init=False, repr=False)
+    _entered: int = field(default=0, init=False, repr=False)
+    _lock: anyio.Lock = field(default_factory=anyio.Lock, init=False, repr=False)
 
     @property
     def id(self) -> str:
         return f"mcp:{self.config.name}"
-
-    async def for_run(self, ctx: RunContext[PhiDeps]) -> McpServerToolset:
-        return McpServerToolset(self.config)
 
     def _client_for(self) -> Client:
         c = self.config
@@ -89,6 +94,23 @@ class McpServerToolset(AbstractToolset[PhiDeps]):
         return Client(transport, read_timeout_seconds=c.timeout)
 
     async def __aenter__(self) -> McpServerToolset:
+        async with self._lock:
+            self._entered += 1
+            if self._entered == 1:
+                await self._open()
+        return self
+
+    async def __aexit__(self, *args: Any) -> bool | None:
+        async with self._lock:
+            self._entered -= 1
+            if self._entered == 0:
+                stack, self._stack, self._client = self._stack, None, None
+                if stack is not None:
+                    await _close_quietly(stack)
+        return None
+
+    async def _open(self) -> None:
+        self.failure, self._tools = None, []
         stack = AsyncExitStack()
         try:
             # The session's own task group must stay open after this returns, so no
@@ -104,23 +126,15 @@ class McpServerToolset(AbstractToolset[PhiDeps]):
             logger.warning("MCP server %r unavailable: %s", self.config.name, self.failure)
             with anyio.CancelScope(shield=True):
                 await _close_quietly(stack)
-            return self
+            return
         self._client, self._stack = client, stack
-        return self
-
-    async def __aexit__(self, *args: Any) -> bool | None:
-        stack, self._stack, self._client = self._stack, None, None
-        if stack is not None:
-            await _close_quietly(stack)
-        return None
+        self.sessions_opened += 1
 
     async def get_tools(self, ctx: RunContext[PhiDeps]) -> dict[str, ToolsetTool[PhiDeps]]:
         if self.failure is not None:
-            if not self._reported:
-                self._reported = True
-                ctx.deps.activity.record(
-                    f"MCP server {self.config.name!r} unavailable: {self.failure[:200]}"
-                )
+            line = f"MCP server {self.config.name!r} unavailable: {self.failure[:200]}"
+            if line not in ctx.deps.activity.actions:  # once per run, not per model step
+                ctx.deps.activity.record(line)
             return {}
         prefix = self.config.tool_prefix
         tools: dict[str, ToolsetTool[PhiDeps]] = {}

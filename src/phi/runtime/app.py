@@ -80,7 +80,9 @@ async def open_runtime(
     memory_model = resolve_model(settings.memory_model or settings.model)
     timed = TimedModel(model)
     agent = build_agent(timed, config, tools=sorted(CORE_TOOLS) if brains.tiny else None)
+    # Entering the agent keeps its MCP servers' sessions open for the process, not per run.
     async with (
+        agent,
         PhiClient(client_config) as client,
         Memory.open(
             settings.resolved_memory_url(), embedder=default_embedder(settings.embedder)
