@@ -131,6 +131,9 @@ class Settings(BaseSettings):
     web_search_url: str | None = None
     """Endpoint of an optional web search integration; unset means no web search tool."""
 
+    mcp_servers: Path | None = None
+    """A TOML or JSON file of external MCP servers whose tools every run gets; unset: none."""
+
     @field_validator("allow_handles", "deny_handles", "health_urls", "musing_hours", mode="before")
     @classmethod
     def _split_lists(cls, value: Any) -> Any:

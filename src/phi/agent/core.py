@@ -19,6 +19,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
 from phi.agent.deps import AgentConfig, Entry, PhiDeps
+from phi.agent.mcp_servers import mcp_toolsets
 from phi.agent.prompt import BLOCKS, PromptBlock, base_prompt
 from phi.agent.tools import (
     bluesky_tools,
@@ -29,6 +30,8 @@ from phi.agent.tools import (
     web_tools,
 )
 from phi.agent.tools._common import errors_as_results
+from phi.agent.tools.blocks import block_tools
+from phi.agent.tools.services import service_tools
 from phi.memory.learning import AttachedBlocks
 
 __all__ = [
@@ -77,7 +80,10 @@ def toolset_for(
         intent_tools,
         cosmik_tools,
         web_tools,
+        block_tools,
     ]
+    if config.services:
+        sets.append(service_tools)
     if config.web_search_url:
         sets.append(search_tools)
     combined: AbstractToolset[PhiDeps] = CombinedToolset(sets)
@@ -123,14 +129,20 @@ def build_agent(
     model: Model | str, config: AgentConfig, *, tools: Sequence[str] | None = None
 ) -> PhiAgent:
     """phi's agent on `model`; `tools` narrows the tool set (e.g. `CORE_TOOLS` for a tiny
-    model), by default every tool (web search only when configured)."""
+    model), by default every tool (web search only when configured) and the tools of the
+    configured MCP servers."""
+    # A narrowed tool set is for a model that chooses badly among many: no external tools.
+    external = mcp_toolsets(config.mcp_servers) if tools is None else []
     agent: PhiAgent = Agent(
         model,
         name="phi",
         deps_type=PhiDeps,
         output_type=str,
         system_prompt=base_prompt(config.personality_file),
-        toolsets=[toolset_for(config, only=frozenset(tools) if tools is not None else None)],
+        toolsets=[
+            toolset_for(config, only=frozenset(tools) if tools is not None else None),
+            *external,
+        ],
     )
     for name, block in BLOCKS:
         agent.system_prompt(dynamic=True)(_as_system_prompt(name, block))  # type: ignore[arg-type]

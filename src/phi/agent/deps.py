@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from phi.agent.cache import PromptCaches
+from phi.agent.mcp_config import McpServerConfig
 from phi.atproto import Notification, PhiClient, Post, Profile, Thread
 from phi.memory import Memory
 from phi.memory.learning import Blocks, SmallModel
@@ -53,6 +54,12 @@ class AgentConfig:
     synthesize: bool = True
     """Let the small model write prompt blocks (self-awareness, relevant memories). Off for
     the tiny local model, whose syntheses are noise and would slow every batch."""
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    """External MCP servers whose tools every run gets (`PHI_MCP_SERVERS`)."""
+    services: tuple[str, ...] = ()
+    """The health URLs the service check watches; [KNOWN SERVICES] names them."""
+    control_log: Path | None = None
+    """The control API's log of starts, pauses and resumes, for [OPERATIONAL HISTORY]."""
 
 
 ActionValue = str | tuple[str, ...]

@@ -265,6 +265,34 @@ def blocks_view(label: Label, db: Db = None, as_json: AsJson = False) -> None:
     _block_command(db, as_json, lambda blocks: blocks.view(label), False)
 
 
+@blocks_app.command("history")
+def blocks_history(
+    label: Label,
+    limit: Annotated[int, typer.Option(min=1, max=20, help="Versions to show.")] = 20,
+    db: Db = None,
+    as_json: AsJson = False,
+) -> None:
+    """A block's kept versions (the last 20 writes), newest first."""
+
+    async def go() -> list[Block]:
+        async with open_memory(db) as memory:
+            return await Blocks(memory=memory).history(label, limit=limit)
+
+    versions = run(go)
+    if as_json:
+        emit_json([b.to_json() for b in versions])
+        return
+    if not versions:
+        console.print(f"block {label!r} was never written", highlight=False, markup=False)
+    for b in versions:
+        written = f"{b.updated_at:%Y-%m-%d %H:%M} UTC" if b.updated_at else "?"
+        console.print(
+            f"v{b.version}  {written}  {len(b.content)}/{b.limit} chars\n{b.content}\n",
+            highlight=False,
+            markup=False,
+        )
+
+
 @blocks_app.command("list")
 def blocks_list(db: Db = None, as_json: AsJson = False) -> None:
     """Every block: the core ones and each written user block."""

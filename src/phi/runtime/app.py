@@ -12,6 +12,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from phi.agent import CORE_TOOLS, AgentConfig, build_agent
+from phi.agent.control_log import CONTROL_LOG
+from phi.agent.mcp_config import load_mcp_servers
 from phi.atproto import ClientConfig, PhiClient
 from phi.config import Settings
 from phi.llm import describe_brain, is_local, resolve_model
@@ -57,6 +59,9 @@ def agent_config(settings: Settings) -> AgentConfig:
         personality_file=settings.personality_file,
         web_search_url=settings.web_search_url,
         synthesize=not is_local(settings.memory_model or settings.model),
+        mcp_servers=load_mcp_servers(settings.mcp_servers) if settings.mcp_servers else (),
+        services=tuple(settings.health_urls),
+        control_log=settings.home / CONTROL_LOG,
     )
 
 
@@ -75,7 +80,9 @@ async def open_runtime(
     memory_model = resolve_model(settings.memory_model or settings.model)
     timed = TimedModel(model)
     agent = build_agent(timed, config, tools=sorted(CORE_TOOLS) if brains.tiny else None)
+    # Entering the agent keeps its MCP servers' sessions open for the process, not per run.
     async with (
+        agent,
         PhiClient(client_config) as client,
         Memory.open(
             settings.resolved_memory_url(), embedder=default_embedder(settings.embedder)

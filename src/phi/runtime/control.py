@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, SecretStr
 
+from phi.agent.control_log import ControlEventKind, ControlLog
 from phi.errors import PhiError, UserError
 
 __all__ = [
@@ -89,8 +90,16 @@ def _status(controller: Controller) -> Literal["ok", "paused"]:
     return "paused" if controller.paused else "ok"
 
 
-def create_control_app(controller: Controller, token: str) -> FastAPI:
-    """The control API over `controller`, guarded by the bearer `token`.
+async def _record(log: ControlLog | None, kind: ControlEventKind) -> None:
+    if log is not None:
+        await log.record(kind)
+
+
+def create_control_app(
+    controller: Controller, token: str, *, log: ControlLog | None = None
+) -> FastAPI:
+    """The control API over `controller`, guarded by the bearer `token`; with a `log`, its
+    start (a restart of phi) and every pause and resume are appended to it.
 
     Routes: `GET /health` (open), `POST /pause`, `POST /resume`, `POST /post-now`,
     `POST /review-now`. A `UserError` from the controller answers 400, any other
@@ -110,10 +119,16 @@ def create_control_app(controller: Controller, token: str) -> FastAPI:
                 401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
             )
 
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await _record(log, "started")
+        yield
+
     app = FastAPI(
         title="phi control",
         summary="Pause, resume and prod the running phi.",
         version="0.1.0",
+        lifespan=lifespan,
     )
 
     async def handle(request: Request, exc: Exception) -> JSONResponse:
@@ -134,12 +149,14 @@ def create_control_app(controller: Controller, token: str) -> FastAPI:
     async def pause() -> State:
         """`Controller.pause`."""
         await controller.pause()
+        await _record(log, "paused")
         return State(status=_status(controller))
 
     @app.post("/resume", dependencies=guarded)
     async def resume() -> State:
         """`Controller.resume`."""
         await controller.resume()
+        await _record(log, "resumed")
         return State(status=_status(controller))
 
     @app.post("/post-now", dependencies=guarded)

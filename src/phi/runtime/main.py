@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import anyio
 
+from phi.agent.control_log import CONTROL_LOG, ControlLog
 from phi.atproto import ClientConfig
 from phi.config import Settings
 from phi.runtime.app import choose_brains, open_runtime
@@ -46,7 +47,8 @@ async def serve_phi(
     async with open_runtime(settings, client_config, emit=emit) as runtime:
         emit(f"logged in as @{runtime.client.me.handle} ({runtime.client.me.did})")
         token = await anyio.to_thread.run_sync(control_token, settings.home, settings.control_token)
-        app = create_control_app(runtime, token)
+        log = ControlLog(path=settings.home / CONTROL_LOG)
+        app = create_control_app(runtime, token, log=log)
         async with serve_control(
             app, host=settings.control_host, port=settings.control_port
         ) as url:

@@ -12,6 +12,9 @@ from typing import Final
 
 from phi.agent.deps import PhiDeps
 from phi.agent.prompt.batch import first_interaction_block, notifications_block
+from phi.agent.prompt.core_blocks import core_blocks_block
+from phi.agent.prompt.discovery import discovery_block
+from phi.agent.prompt.operator import operational_history_block, operator_block
 from phi.agent.prompt.people import episodic_block, people_blocks
 from phi.agent.prompt.state import (
     goals_block,
@@ -25,6 +28,7 @@ from phi.agent.prompt.state import (
     self_state_block,
 )
 from phi.agent.prompt.static import OPERATIONAL_RULES, base_prompt, default_personality
+from phi.agent.tools.services import known_services_block
 
 __all__ = [
     "BLOCKS",
@@ -47,12 +51,17 @@ async def _first_interaction(deps: PhiDeps) -> str:
 
 BLOCKS: Final[tuple[tuple[str, PromptBlock], ...]] = (
     ("identity", identity_block),
+    ("core_blocks", core_blocks_block),
+    ("operator", operator_block),
+    ("operational_history", operational_history_block),
     ("now", now_block),
     ("goals", goals_block),
     ("self_awareness", self_awareness_block),
     ("self_state", self_state_block),
     ("observations", observations_block),
+    ("discovery", discovery_block),
     ("operations", operations_block),
+    ("known_services", known_services_block),
     ("run", run_block),
     ("notifications", _notifications),
     ("people", people_blocks),

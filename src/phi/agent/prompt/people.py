@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from phi.agent.context import with_rows
 from phi.agent.deps import PhiDeps
+from phi.agent.prompt.state import goal_texts
 from phi.errors import NamespaceNotFound
 from phi.memory import Recalled, user_namespace
 from phi.memory.learning import EPISODIC, synthesize_episodic, user_label
@@ -98,7 +99,10 @@ async def episodic_block(deps: PhiDeps) -> str:
     if not query.strip():
         return ""
     if deps.small is not None and deps.config.synthesize:
-        result = await synthesize_episodic(deps.memory, deps.small, query, now=deps.now)
+        goals = await goal_texts(deps)
+        result = await synthesize_episodic(
+            deps.memory, deps.small, query, goals=goals, now=deps.now
+        )
         text = result.text
     else:
         try:

@@ -16,6 +16,7 @@ from phi.atproto import CosmikCard, Goal, Observation, collection_name
 from phi.atproto.observations import POOL_SIZE
 
 __all__ = [
+    "goal_texts",
     "goals_block",
     "identity_block",
     "now_block",
@@ -78,6 +79,22 @@ async def goals_block(deps: PhiDeps) -> str:
     return await deps.caches.get(
         "goals", now=deps.now, ttl=CANONICAL_TTL, render=lambda: _goals(deps)
     )
+
+
+async def goal_texts(deps: PhiDeps) -> list[str]:
+    """phi's goals as `title: description` lines, oldest first (for the syntheses), read
+    again only when [GOALS] changed."""
+    shown = await goals_block(deps)
+
+    async def render() -> str:
+        goals = await deps.client.list_records(Goal, limit=50)
+        return "\n".join(f"{g.value.title}: {g.value.description}" for g in reversed(goals))
+
+    key = hashlib.sha256(shown.encode()).hexdigest()
+    joined = await deps.caches.get(
+        "goal_texts", now=deps.now, ttl=CANONICAL_TTL, render=render, key=key
+    )
+    return [line for line in joined.split("\n") if line]
 
 
 class _Critique(BaseModel):

@@ -122,6 +122,21 @@ class Blocks:
             updated_at=entry.written_at,
         )
 
+    async def history(self, label: str, *, limit: int = 20) -> list[Block]:
+        """The kept versions of the block (the store keeps the last 20), newest first."""
+        label = _check_label(label)
+        entries = await self.memory.store.state_history(BLOCK_SCOPE, label, limit=limit)
+        return [
+            Block(
+                label=label,
+                content=json.loads(entry.value)["content"],
+                limit=self.limit,
+                version=entry.version,
+                updated_at=entry.written_at,
+            )
+            for entry in entries
+        ]
+
     async def labels(self) -> list[str]:
         """Every block that has been written, core blocks first."""
         written = await self.memory.store.state_keys(BLOCK_SCOPE)

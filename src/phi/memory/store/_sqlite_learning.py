@@ -21,6 +21,7 @@ __all__ = [
     "insert_model_call",
     "insert_state",
     "select_state",
+    "select_state_history",
     "select_state_keys",
     "select_unmarked",
     "select_usage",
@@ -90,6 +91,20 @@ def insert_state(
 def delete_state(conn: apsw.Connection, scope: str, key: str) -> int:
     conn.execute("DELETE FROM learning_state WHERE scope = ? AND key = ?", (scope, key))
     return conn.changes()
+
+
+def select_state_history(
+    conn: apsw.Connection, scope: str, key: str, limit: int
+) -> list[StateEntry]:
+    found = conn.execute(
+        "SELECT value, version, written_at FROM learning_state WHERE scope = ? AND key = ?"
+        " ORDER BY version DESC LIMIT ?",
+        (scope, key, limit),
+    )
+    return [
+        StateEntry(scope=scope, key=key, value=value, version=version, written_at=dt(written))
+        for value, version, written in found
+    ]
 
 
 def select_state_keys(conn: apsw.Connection, scope: str) -> list[str]:

@@ -334,6 +334,10 @@ class Store(Protocol):
         """Every key of `scope` that has a value, sorted."""
         ...
 
+    async def state_history(self, scope: str, key: str, *, limit: int = 20) -> list[StateEntry]:
+        """The kept versions of `(scope, key)`, newest first (at most `limit`)."""
+        ...
+
     async def log_model_call(self, call: ModelCallRecord) -> None:
         """Append one language-model call to the usage log."""
         ...

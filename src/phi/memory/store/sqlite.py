@@ -400,6 +400,11 @@ class SQLiteStore:
     async def state_keys(self, scope: str) -> list[str]:
         return await self._read(partial(learning_sql.select_state_keys, scope=scope))
 
+    async def state_history(self, scope: str, key: str, *, limit: int = 20) -> list[StateEntry]:
+        return await self._read(
+            partial(learning_sql.select_state_history, scope=scope, key=key, limit=limit)
+        )
+
     async def log_model_call(self, call: ModelCallRecord) -> None:
         await self._write(partial(learning_sql.insert_model_call, call=call))
 
