@@ -6,6 +6,7 @@ import pytest
 from pydantic_ai import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from phi.agent.outcomes import Refused
 from phi.atproto import Observation, PhiClient
 from phi.atproto.observations import POOL_SIZE
 from phi.atproto.sandbox import Sandbox
@@ -64,7 +65,9 @@ async def test_scheduled_runs_never_pass_the_owner_gate(
     brain = Brain(follow_someone)
     async with runtime(brain) as phi_runtime:
         await phi_runtime.post_now()
-    assert brain.results == ["a musing run never passes the owner gate; nobody approved"]
+    assert brain.results == [
+        str(Refused(refused="a musing run never passes the owner gate; nobody approved"))
+    ]
 
 
 async def test_the_attention_pool_never_exceeds_five(

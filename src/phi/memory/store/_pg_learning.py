@@ -19,6 +19,7 @@ __all__ = [
     "insert_model_call",
     "insert_state",
     "select_state",
+    "select_state_history",
     "select_state_keys",
     "select_unmarked",
     "select_usage",
@@ -58,6 +59,20 @@ async def select_state(conn: Conn, scope: str, key: str) -> StateEntry | None:
     return StateEntry(
         scope=scope, key=key, value=value, version=version, written_at=written.astimezone(UTC)
     )
+
+
+async def select_state_history(conn: Conn, scope: str, key: str, limit: int) -> list[StateEntry]:
+    cur = await conn.execute(
+        "SELECT value, version, written_at FROM learning_state WHERE scope = %s AND key = %s"
+        " ORDER BY version DESC LIMIT %s",
+        (scope, key, limit),
+    )
+    return [
+        StateEntry(
+            scope=scope, key=key, value=value, version=version, written_at=written.astimezone(UTC)
+        )
+        for value, version, written in await cur.fetchall()
+    ]
 
 
 async def insert_state(

@@ -368,6 +368,11 @@ class PostgresStore:
     async def read_state(self, scope: str, key: str) -> StateEntry | None:
         return await self._read(partial(learning_sql.select_state, scope=scope, key=key))
 
+    async def state_history(self, scope: str, key: str, *, limit: int = 20) -> list[StateEntry]:
+        return await self._read(
+            partial(learning_sql.select_state_history, scope=scope, key=key, limit=limit)
+        )
+
     async def write_state(
         self, scope: str, key: str, value: str, *, at: datetime, keep: int = 20
     ) -> int:
