@@ -168,8 +168,13 @@ class GrammarToolModel(Model):
                 not self.tool_first or conversation.acted or not tools
             )
             assert tools or final, "the request allows neither a tool call nor a text answer"
+            # The static part of the system prompt first, then the tool guide, then the
+            # dynamic blocks: llama.cpp reuses the KV cache of the longest unchanged prefix.
             chat = [
-                ChatMessage(role="system", content="\n\n".join([*system, _guide(tools, final)])),
+                ChatMessage(
+                    role="system",
+                    content="\n\n".join([*system[:1], _guide(tools, final), *system[1:]]),
+                ),
                 *conversation.turns,
             ]
             completion = await self._ask(chat, tools, final, model_settings or {})

@@ -74,7 +74,11 @@ async def open_runtime(
     model = resolve_model(settings.model)
     memory_model = resolve_model(settings.memory_model or settings.model)
     timed = TimedModel(model)
-    agent = build_agent(timed, config, tools=sorted(CORE_TOOLS) if brains.tiny else None)
+    agent = (
+        build_agent(timed, config, tools=sorted(CORE_TOOLS), profile="compact")
+        if brains.tiny
+        else build_agent(timed, config)
+    )
     async with (
         PhiClient(client_config) as client,
         Memory.open(
