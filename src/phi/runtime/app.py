@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from phi.agent import CORE_TOOLS, AgentConfig, build_agent
 from phi.atproto import ClientConfig, PhiClient
 from phi.config import Settings
-from phi.llm import describe_brain, is_local, resolve_model
+from phi.llm import describe_brain, is_local, resolve_model, uses_grammar
 from phi.memory import Memory
 from phi.memory.embed import default_embedder
 from phi.memory.learning import SmallModel
@@ -38,7 +38,8 @@ class Brains:
     memory: str
     """The same for memory's small passes."""
     tiny: bool
-    """The agent runs on the air-gapped tiny model: it gets only the core tools."""
+    """The agent runs on a small model through the grammar adapter (the air-gapped one, or
+    a `grammar:` server): it gets only the core tools and the compact prompt."""
 
 
 def choose_brains(settings: Settings) -> Brains:
@@ -46,7 +47,7 @@ def choose_brains(settings: Settings) -> Brains:
     return Brains(
         agent=describe_brain(settings.model),
         memory=describe_brain(memory_spec),
-        tiny=is_local(settings.model),
+        tiny=uses_grammar(settings.model),
     )
 
 
