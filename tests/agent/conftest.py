@@ -12,6 +12,7 @@ from pydantic_ai import models
 from pydantic_ai.models import Model
 
 from phi.agent import AgentConfig, build_agent
+from phi.agent.prompt import PromptProfile
 from phi.atproto import (
     CosmikCard,
     CosmikConnection,
@@ -50,12 +51,13 @@ def runtime(
         brain: Brain | Model,
         *,
         tools: Sequence[str] | None = None,
+        profile: PromptProfile = "full",
         schedule: ScheduleConfig | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> AsyncIterator[PhiRuntime]:
         config = AgentConfig(owner_handle=OWNER)
         timed = TimedModel(brain.model() if isinstance(brain, Brain) else brain)
-        agent = build_agent(timed, config, tools=tools)
+        agent = build_agent(timed, config, tools=tools, profile=profile)
         async with (
             PhiClient(cast.client_config("phi")) as client,
             Memory.open(tmp_path / "memory.db", embedder=minilm) as memory,

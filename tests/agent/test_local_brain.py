@@ -1,15 +1,23 @@
-"""The air-gapped brain on the local network: a mention gets a reply from the real SmolLM2
-(run in-process by llama.cpp), through the same poller and tools as any model."""
+"""The air-gapped brain on the local network: a mention gets a reply from the real SmolLM2,
+run in-process by llama.cpp or served over HTTP by llama.cpp's own OpenAI-compatible
+server, through the same poller and tools as any model. The reply must exist and pass the
+degenerate-text guard: "phi chose not to reply" fails these tests."""
 
 from __future__ import annotations
+
+import secrets
+import socket
+from collections.abc import Iterator
 
 import pytest
 from pydantic_ai import models
 
 from phi.agent import CORE_TOOLS
+from phi.agent.guard import degenerate
 from phi.atproto import PhiClient
 from phi.atproto.sandbox import Sandbox
-from phi.llm import resolve_model
+from phi.llm import GrammarToolModel, resolve_model
+from phi.llm.local import serve
 from phi.memory import user_namespace
 
 from .conftest import RuntimeFactory
@@ -34,3 +42,40 @@ async def test_a_mention_gets_a_reply_from_the_local_model(
         stored = await phi_runtime.memory.recent(namespace=user_namespace(alice.me.did))
         assert [row.kind for row in stored] == ["interaction"]
         assert report.model_seconds > 0  # the local model's time is measured apart
+
+
+@pytest.fixture(scope="module")
+def served_smollm2() -> Iterator[str]:
+    """SmolLM2 behind llama.cpp's own server on a free loopback port: the `PHI_MODEL` value."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    key = secrets.token_urlsafe(16)
+    server = serve(port=port, api_key=key, n_ctx=4096)
+    yield f"grammar:http://:{key}@127.0.0.1:{port}/v1#smollm2"
+    del server
+
+
+async def test_a_mention_gets_a_reply_through_an_openai_compatible_server(
+    runtime: RuntimeFactory,
+    alice: PhiClient,
+    sandbox: Sandbox,
+    served_smollm2: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(models, "ALLOW_MODEL_REQUESTS", True)  # 127.0.0.1 only
+    model = resolve_model(served_smollm2)
+    assert isinstance(model, GrammarToolModel) and model.system == "openai-compatible"
+    question = "@phi.test hi phi! what do you like to talk about?"
+    (opening,) = await alice.post(question)
+    await sandbox.wait_for_indexing()
+    async with runtime(model, tools=sorted(CORE_TOOLS), profile="compact") as phi_runtime:
+        report = await phi_runtime.tick()
+    await sandbox.wait_for_indexing()
+    replies = [r for r in report.replies if r.in_reply_to == opening.uri]
+    assert replies, f"no reply; phi did {report.actions}, then said {report.output!r}"
+    thread = await alice.get_thread(opening.uri)
+    answer = next(p for p in thread.posts if p.uri == replies[0].uri)
+    assert answer.author_handle == "phi.test"
+    assert degenerate(answer.text, answering=question) is None, answer.text
+    assert report.model_seconds > 0

@@ -602,3 +602,21 @@ async def test_calls_per_run_ends_the_run_after_the_action_without_asking() -> N
     result = await agent.run("hello")
     assert result.output == "done: replied: at://reply"
     assert len(complete.requests) == 1
+
+
+async def test_a_call_sent_back_for_a_retry_is_asked_again_with_other_sampling() -> None:
+    """With one call per run, a refused call (the degenerate guard raises `ModelRetry`) must
+    not end the run: it did not happen, and the model tries once more, not at temperature 0."""
+    model, script = scripted(
+        call("reply_to", uri="alice", text="hi"),
+        call("reply_to", uri=URI, text="Paris."),
+        calls_per_run=1,
+    )
+    deps = Deps()
+    result = await phi_agent(model).run(PROMPT, deps=deps)
+    assert deps.calls == [("reply_to", URI, "Paris.")]
+    assert result.output == "done: Reply posted."
+    first, retry = script.requests
+    assert (first["temperature"], first["seed"], "frequency_penalty" in first) == (0.0, 0, False)
+    assert (retry["temperature"], retry["seed"], retry["frequency_penalty"]) == (0.7, 1, 0.5)
+    assert retry["top_p"] == 0.9

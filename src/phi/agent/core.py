@@ -20,7 +20,13 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
 from phi.agent.deps import AgentConfig, Entry, PhiDeps
 from phi.agent.mcp_servers import mcp_toolsets
-from phi.agent.prompt import BLOCKS, PromptBlock, base_prompt
+from phi.agent.prompt import (
+    PromptBlock,
+    PromptProfile,
+    base_prompt,
+    compact_base,
+    profile_blocks,
+)
 from phi.agent.tools import (
     bluesky_tools,
     cosmik_tools,
@@ -126,25 +132,35 @@ def _as_system_prompt(name: str, block: PromptBlock) -> object:
 
 
 def build_agent(
-    model: Model | str, config: AgentConfig, *, tools: Sequence[str] | None = None
+    model: Model | str,
+    config: AgentConfig,
+    *,
+    tools: Sequence[str] | None = None,
+    profile: PromptProfile = "full",
 ) -> PhiAgent:
     """phi's agent on `model`; `tools` narrows the tool set (e.g. `CORE_TOOLS` for a tiny
     model), by default every tool (web search only when configured) and the tools of the
-    configured MCP servers."""
+    configured MCP servers; `profile="compact"` gives a small model the compact prompt
+    (`phi.agent.prompt.compact`)."""
     # A narrowed tool set is for a model that chooses badly among many: no external tools.
     external = mcp_toolsets(config.mcp_servers) if tools is None else []
+    static = (
+        base_prompt(config.personality_file)
+        if profile == "full"
+        else compact_base(config.personality_file)
+    )
     agent: PhiAgent = Agent(
         model,
         name="phi",
         deps_type=PhiDeps,
         output_type=str,
-        system_prompt=base_prompt(config.personality_file),
+        system_prompt=static,
         toolsets=[
             toolset_for(config, only=frozenset(tools) if tools is not None else None),
             *external,
         ],
     )
-    for name, block in BLOCKS:
+    for name, block in profile_blocks(profile):
         agent.system_prompt(dynamic=True)(_as_system_prompt(name, block))  # type: ignore[arg-type]
     return agent
 

@@ -6,14 +6,92 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from phi.bench.locomo import CATEGORIES, KS, LocomoResult, run_locomo
 from phi.bench.peers import PEERS
-from phi.cli._edge import console, fail, run
+from phi.cli._edge import console, emit_json, fail, run
 from phi.errors import InvalidInput
 
-bench_app = typer.Typer(help="Benchmarks of the memory engine.", no_args_is_help=True)
+err_console = Console(stderr=True)
+bench_app = typer.Typer(help="Benchmarks of the memory engine and the brain.", no_args_is_help=True)
+
+
+@bench_app.command("brain")
+def brain(
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            help="A PHI_MODEL value to bench (repeatable; default: the "
+            "bundled model's candidate settings).",
+        ),
+    ] = None,
+    cases: Annotated[int, typer.Option("--cases", help="Only the first N cases.", min=1)] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per brain.")] = False,
+) -> None:
+    """Twenty fixed batches through a brain: valid tool calls, degenerate replies, speed."""
+    from phi.bench.brain import CANDIDATES, BrainSetup, CaseRun, run_brain_bench, setup_for
+    from phi.bench.brain_cases import CASES
+
+    setups = [setup_for(spec) for spec in model] if model else list(CANDIDATES)
+
+    def progress(setup: BrainSetup, case: CaseRun) -> None:
+        bad = f" [{case.degenerate.reason}]" if case.degenerate else ""
+        err_console.print(
+            f"{setup.name} · {case.case}: {case.seconds:.1f} s {case.decision[:90]}{bad}",
+            markup=False,
+            highlight=False,
+        )
+
+    results = run(lambda: run_brain_bench(setups, cases=CASES[:cases], on_case=progress))
+    if as_json:
+        emit_json(
+            [
+                {
+                    "model": r.model,
+                    "runs": r.runs,
+                    "valid_tool_calls": round(r.valid_tool_calls, 3),
+                    "degenerate": r.degenerate,
+                    "rescued": r.rescued,
+                    "median_s": round(r.median_s, 2),
+                    "p95_s": round(r.p95_s, 2),
+                    "tokens_per_s": round(r.tokens_per_s, 1),
+                    "prompt_tokens": r.prompt_tokens,
+                    **({"default": True} if r.default else {}),
+                }
+                for r in results
+            ]
+        )
+        return
+    table = Table(title=f"phi bench brain ({len(CASES[:cases])} batches)")
+    for column in (
+        "brain",
+        "valid tool calls",
+        "degenerate (rescued)",
+        "median s",
+        "p95 s",
+        "tokens/s",
+        "prompt tokens",
+    ):
+        table.add_column(column, justify="left" if column == "brain" else "right")
+    for r in results:
+        table.add_row(
+            r.model + (" (default)" if r.default else ""),
+            f"{r.valid_tool_calls:.0%}",
+            f"{r.degenerate} ({r.rescued})",
+            f"{r.median_s:.2f}",
+            f"{r.p95_s:.2f}",
+            f"{r.tokens_per_s:.0f}",
+            str(r.prompt_tokens),
+        )
+    console.print(table)
+    console.print(
+        "degenerate replies are never posted: the guard refuses them (rescued: the "
+        "retry wrote one that may be)",
+        highlight=False,
+    )
 
 
 @bench_app.command("locomo")

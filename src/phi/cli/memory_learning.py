@@ -9,12 +9,13 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
-from pydantic_ai.exceptions import UserError as ModelUserError
-from pydantic_ai.models import Model, infer_model
+from pydantic_ai.models import Model
 
+from phi import llm
 from phi.cli._edge import console, emit_json, fail, open_memory, run
 from phi.cli.memory import AsJson, Db, memory_app
 from phi.config import Settings
+from phi.errors import UserError as PhiUserError
 from phi.memory import Memory, Row
 from phi.memory.learning import (
     Block,
@@ -42,16 +43,17 @@ memory_app.add_typer(blocks_app, name="blocks")
 
 
 def resolve_model() -> Model:
-    """The model of memory's small passes, from `PHI_MEMORY_MODEL` (exit 2 when unset)."""
+    """The model of memory's small passes, from `PHI_MEMORY_MODEL` (exit 2 when unset),
+    resolved as the runtime resolves it (`local` is the bundled SmolLM2)."""
     name = Settings().memory_model
     if not name:
         fail(
             "no language model for memory's learning passes: set PHI_MEMORY_MODEL to a "
-            "pydantic-ai model string (e.g. 'anthropic:claude-haiku-4-5')"
+            "pydantic-ai model string (e.g. 'anthropic:claude-haiku-4-5') or 'local'"
         )
     try:
-        return infer_model(name)
-    except (ModelUserError, ImportError, ValueError) as exc:
+        return llm.resolve_model(name)
+    except PhiUserError as exc:
         fail(f"PHI_MEMORY_MODEL {name!r} cannot be used: {exc}")
 
 

@@ -1,9 +1,11 @@
 """phi's brain: which language model answers, from a pydantic-ai model string.
 
 `PHI_MODEL` and `PHI_MEMORY_MODEL` take any pydantic-ai model string
-(`anthropic:claude-sonnet-4-5`, `openai:gpt-5`, `test`, ...). Unset, phi runs air-gapped
-on SmolLM2-135M-Instruct in-process through llama.cpp: a tiny model for trying phi out,
-driven through `GrammarToolModel` since it cannot call tools natively.
+(`anthropic:claude-sonnet-4-5`, `openai:gpt-5`, `test`, ...) for models that call tools
+natively. Unset, phi runs air-gapped on SmolLM2-135M-Instruct in-process through
+llama.cpp: a tiny model for trying phi out, driven through `GrammarToolModel` since it
+cannot call tools natively. `grammar:http://HOST:PORT/v1` drives any OpenAI-compatible
+server that honours JSON-schema response formats the same way (`phi.llm.http`).
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from pydantic_ai.models import Model, infer_model
 from phi.errors import UserError
 from phi.llm._chat import ChatMessage, ChatRequest, Complete
 from phi.llm.grammar import GrammarToolModel
+from phi.llm.http import GRAMMAR_PREFIX, ChatServer, parse_server_spec
 from phi.llm.local import SMOLLM2_NAME, LocalLlama, LocalModelMissing, smollm2_path
 
 __all__ = [
     "LOCAL_SPECS",
     "ChatMessage",
     "ChatRequest",
+    "ChatServer",
     "Complete",
     "GrammarToolModel",
     "LocalLlama",
@@ -32,6 +36,7 @@ __all__ = [
     "local_llama",
     "resolve_model",
     "smollm2_path",
+    "uses_grammar",
 ]
 
 LOCAL_SPECS: Final = frozenset({"", "local", "smollm2"})
@@ -39,8 +44,15 @@ LOCAL_SPECS: Final = frozenset({"", "local", "smollm2"})
 
 _ACCEPTED: Final = (
     "a pydantic-ai model string such as 'anthropic:claude-sonnet-4-5', 'openai:gpt-5' or "
-    "'test', or 'local' / 'smollm2' (or nothing) for the air-gapped local model"
+    "'test', 'grammar:http://HOST:PORT/v1' for an OpenAI-compatible server without native "
+    "tool calls, or 'local' / 'smollm2' (or nothing) for the air-gapped local model"
 )
+
+
+def uses_grammar(spec: str | None) -> bool:
+    """Whether `spec` names a model phi drives through `GrammarToolModel` (the local one or
+    a `grammar:` server): a small model, given the core tools and the compact prompt."""
+    return is_local(spec) or (spec or "").strip().startswith(GRAMMAR_PREFIX)
 
 
 def is_local(spec: str | None) -> bool:
@@ -68,6 +80,11 @@ def resolve_model(spec: str | None) -> Model:
     if is_local(spec):
         return GrammarToolModel(local_llama().complete, model_name=SMOLLM2_NAME, calls_per_run=1)
     assert spec is not None
+    if spec.strip().startswith(GRAMMAR_PREFIX):
+        server = parse_server_spec(spec)
+        return GrammarToolModel(
+            server.complete, model_name=server.name, system="openai-compatible", calls_per_run=1
+        )
     try:
         return infer_model(spec.strip())
     except ImportError as error:
@@ -84,4 +101,10 @@ def describe_brain(spec: str | None) -> str:
             "for trying phi out; set PHI_MODEL for a real one"
         )
     assert spec is not None
+    if spec.strip().startswith(GRAMMAR_PREFIX):
+        server = parse_server_spec(spec)  # the key stays out of the banner
+        return (
+            f"brain: {server.model} at {server.base_url} (OpenAI-compatible server, tool "
+            "calls through JSON-schema constrained answers)"
+        )
     return f"brain: {spec.strip()}"

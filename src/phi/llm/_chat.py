@@ -51,6 +51,8 @@ class ChatRequest(TypedDict):
     temperature: float
     seed: int
     top_p: NotRequired[float]
+    frequency_penalty: NotRequired[float]
+    presence_penalty: NotRequired[float]
 
 
 Complete: TypeAlias = Callable[[ChatRequest], Awaitable[Mapping[str, Any]]]

@@ -47,7 +47,11 @@ class Conversation:
     acted: bool
     """Whether a tool has returned since the latest user prompt."""
     calls: frozenset[str]
-    """The tool calls made since the latest user prompt, each as `call_key` gives it."""
+    """The tool calls made since the latest user prompt, each as `call_key` gives it (a call
+    its tool sent back for a retry did not happen and is not counted)."""
+    retrying: bool
+    """Whether the newest request sends a tool call back for a retry (e.g. degenerate text
+    the guard refused): the adapter then asks with other sampling."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,10 +68,11 @@ def render(messages: Sequence[ModelMessage]) -> Conversation:
     """Render a history: system prompt parts apart, the rest as user and assistant text."""
     system: list[str] = []
     turns: list[ChatMessage] = []
-    acted = False
-    calls: set[str] = set()
+    acted = retrying = False
+    calls: dict[str, str] = {}
     for index, message in enumerate(messages):
         if isinstance(message, ModelRequest):
+            retrying = False
             for part in message.parts:
                 if isinstance(part, SystemPromptPart) and index == 0:
                     system.append(part.content)
@@ -75,6 +80,10 @@ def render(messages: Sequence[ModelMessage]) -> Conversation:
                     acted = False
                     calls.clear()
                     turns.append({"role": "user", "content": _user_text(part)})
+                elif isinstance(part, ToolReturnPart) and part.outcome == "retried":
+                    calls.pop(part.tool_call_id, None)
+                    retrying = True
+                    turns.append({"role": "user", "content": _tool_return_text(part)})
                 elif isinstance(part, ToolReturnPart):
                     acted = True
                     turns.append({"role": "user", "content": _tool_return_text(part)})
@@ -83,14 +92,19 @@ def render(messages: Sequence[ModelMessage]) -> Conversation:
                 elif isinstance(part, RetryFeedbackPart):
                     turns.append({"role": "user", "content": part.model_response()})
         else:
-            calls.update(call_key(part) for part in message.parts if isinstance(part, ToolCallPart))
+            calls.update(
+                (part.tool_call_id, call_key(part))
+                for part in message.parts
+                if isinstance(part, ToolCallPart)
+            )
             if text := _response_text(message):
                 turns.append({"role": "assistant", "content": text})
     return Conversation(
         system=[text for text in system if text.strip()],
         turns=[turn for turn in turns if turn["content"].strip()],
         acted=acted,
-        calls=frozenset(calls),
+        calls=frozenset(calls.values()),
+        retrying=retrying,
     )
 
 

@@ -51,6 +51,9 @@ _PROFILE: Final = ModelProfile(
 
 DEFAULT_MAX_TOKENS: Final = 512
 DEFAULT_SEED: Final = 0
+RETRY_SETTINGS: Final = ModelSettings(temperature=0.7, top_p=0.9, frequency_penalty=0.5)
+"""Sampling for a call sent back for a retry (e.g. text the degenerate guard refused): at
+temperature 0 a tiny model would write the same text again."""
 _CONTEXT_RETRIES: Final = 3
 """Times a prompt refused as over the model's context is retried, each with half the budget."""
 
@@ -82,6 +85,7 @@ class GrammarToolModel(Model):
         calls_per_run: int | None = None,
         max_prompt_chars: int = 12_000,
         settings: ModelSettings | None = None,
+        retry_settings: ModelSettings = RETRY_SETTINGS,
     ) -> None:
         """Build the adapter over a transport.
 
@@ -99,7 +103,9 @@ class GrammarToolModel(Model):
                 their oldest middle turns first (logged as a warning). A prompt the
                 transport still refuses as over the context is retried with half the budget.
             settings: Default model settings (`temperature`, `top_p`, `seed`,
-                `max_tokens` are honoured).
+                `max_tokens`, `frequency_penalty`, `presence_penalty` are honoured).
+            retry_settings: Settings laid over those when a tool sent the model's call
+                back for a retry (the seed moves on too).
         """
         super().__init__(settings=settings, profile=_PROFILE)
         self._complete = complete
@@ -108,6 +114,7 @@ class GrammarToolModel(Model):
         self.tool_first = tool_first
         self.calls_per_run = calls_per_run
         self.max_prompt_chars = max_prompt_chars
+        self.retry_settings = retry_settings
 
     @property
     def model_name(self) -> str:
@@ -133,6 +140,14 @@ class GrammarToolModel(Model):
         """
         model_settings, params = self.prepare_request(model_settings, model_request_parameters)
         conversation = render(messages)
+        if conversation.retrying:
+            seed = (model_settings or {}).get("seed", DEFAULT_SEED) + 1
+            model_settings = ModelSettings(
+                **{**(model_settings or {}), **self.retry_settings, "seed": seed}
+            )
+            logger.info(
+                "%s: a call came back for a retry, asking with other sampling", self.model_name
+            )
         instructions = InstructionPart.join(self._get_instruction_parts(messages, params) or [])
         system = [*conversation.system, *([instructions] if instructions else [])]
         tools = [*params.declared_function_tools, *params.output_tools]
@@ -153,8 +168,13 @@ class GrammarToolModel(Model):
                 not self.tool_first or conversation.acted or not tools
             )
             assert tools or final, "the request allows neither a tool call nor a text answer"
+            # The static part of the system prompt first, then the tool guide, then the
+            # dynamic blocks: llama.cpp reuses the KV cache of the longest unchanged prefix.
             chat = [
-                ChatMessage(role="system", content="\n\n".join([*system, _guide(tools, final)])),
+                ChatMessage(
+                    role="system",
+                    content="\n\n".join([*system[:1], _guide(tools, final), *system[1:]]),
+                ),
                 *conversation.turns,
             ]
             completion = await self._ask(chat, tools, final, model_settings or {})
@@ -223,6 +243,10 @@ class GrammarToolModel(Model):
             }
             if "top_p" in settings:
                 request["top_p"] = settings["top_p"]
+            if "frequency_penalty" in settings:
+                request["frequency_penalty"] = settings["frequency_penalty"]
+            if "presence_penalty" in settings:
+                request["presence_penalty"] = settings["presence_penalty"]
             try:
                 return parse_completion(await self._complete(request))
             except ModelContextWindowExceededError:

@@ -26,6 +26,7 @@ __all__ = [
     "SMOLLM2_PACKAGE",
     "LocalLlama",
     "LocalModelMissing",
+    "serve",
     "smollm2_path",
 ]
 
@@ -159,7 +160,15 @@ class LocalLlama:
         return self._server
 
 
-def _start_server(path: Path, *, n_ctx: int, threads: int, seed: int) -> Any:
+def _start_server(
+    path: Path,
+    *,
+    n_ctx: int,
+    threads: int,
+    seed: int,
+    port: int = 0,
+    api_key: str | None = None,
+) -> Any:
     import xllamacpp  # ~100 MB of native code: loaded with the first model, not with phi
 
     params = xllamacpp.CommonParams()
@@ -173,9 +182,29 @@ def _start_server(path: Path, *, n_ctx: int, threads: int, seed: int) -> Any:
     params.sampling.seed = seed
     params.offline = True
     params.verbosity = -1
+    # `cache_prompt` is on by default: the KV cache of the longest prefix shared with the
+    # previous request (phi's static prompt) is reused, one slot, one process.
     # `Server` always listens on a loopback port as well (port 0: a free one, which cannot
     # be turned off); a random key keeps other local programs and web pages out of it.
     params.ui = False
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
     params.n_threads_http = 1
-    params.api_keys = [secrets.token_urlsafe(32)]
+    params.api_keys = [api_key or secrets.token_urlsafe(32)]
     return xllamacpp.Server(params)
+
+
+def serve(
+    *, port: int, api_key: str, model_path: Path | None = None, n_ctx: int = 8192, threads: int = 2
+) -> Any:
+    """Serve a GGUF chat model (default SmolLM2) as an OpenAI-compatible API on
+    `127.0.0.1:port` (`/v1/chat/completions`, bearer `api_key`), until the returned server
+    object is dropped. phi reaches it with `PHI_MODEL=grammar:http://:KEY@127.0.0.1:PORT/v1`.
+
+    Raises:
+        LocalModelMissing: No model file.
+    """
+    path = model_path or smollm2_path()
+    if not path.is_file():
+        raise LocalModelMissing(package=SMOLLM2_PACKAGE, file_name=str(path))
+    return _start_server(path, n_ctx=n_ctx, threads=threads, seed=0, port=port, api_key=api_key)

@@ -16,7 +16,7 @@ from phi.agent.control_log import CONTROL_LOG
 from phi.agent.mcp_config import load_mcp_servers
 from phi.atproto import ClientConfig, PhiClient
 from phi.config import Settings
-from phi.llm import describe_brain, is_local, resolve_model
+from phi.llm import describe_brain, is_local, resolve_model, uses_grammar
 from phi.memory import Memory
 from phi.memory.embed import default_embedder
 from phi.memory.learning import SmallModel
@@ -40,7 +40,8 @@ class Brains:
     memory: str
     """The same for memory's small passes."""
     tiny: bool
-    """The agent runs on the air-gapped tiny model: it gets only the core tools."""
+    """The agent runs on a small model through the grammar adapter (the air-gapped one, or
+    a `grammar:` server): it gets only the core tools and the compact prompt."""
 
 
 def choose_brains(settings: Settings) -> Brains:
@@ -48,7 +49,7 @@ def choose_brains(settings: Settings) -> Brains:
     return Brains(
         agent=describe_brain(settings.model),
         memory=describe_brain(memory_spec),
-        tiny=is_local(settings.model),
+        tiny=uses_grammar(settings.model),
     )
 
 
@@ -79,7 +80,11 @@ async def open_runtime(
     model = resolve_model(settings.model)
     memory_model = resolve_model(settings.memory_model or settings.model)
     timed = TimedModel(model)
-    agent = build_agent(timed, config, tools=sorted(CORE_TOOLS) if brains.tiny else None)
+    agent = (
+        build_agent(timed, config, tools=sorted(CORE_TOOLS), profile="compact")
+        if brains.tiny
+        else build_agent(timed, config)
+    )
     # Entering the agent keeps its MCP servers' sessions open for the process, not per run.
     async with (
         agent,

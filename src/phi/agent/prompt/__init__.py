@@ -12,6 +12,7 @@ from typing import Final
 
 from phi.agent.deps import PhiDeps
 from phi.agent.prompt.batch import first_interaction_block, notifications_block
+from phi.agent.prompt.compact import COMPACT_BLOCKS, PromptProfile, compact_base, fit_block
 from phi.agent.prompt.core_blocks import core_blocks_block
 from phi.agent.prompt.discovery import discovery_block
 from phi.agent.prompt.operator import operational_history_block, operator_block
@@ -32,10 +33,15 @@ from phi.agent.tools.services import known_services_block
 
 __all__ = [
     "BLOCKS",
+    "COMPACT_BLOCKS",
     "OPERATIONAL_RULES",
     "PromptBlock",
+    "PromptProfile",
     "base_prompt",
+    "compact_base",
     "default_personality",
+    "fit_block",
+    "profile_blocks",
 ]
 
 PromptBlock = Callable[[PhiDeps], Awaitable[str]]
@@ -70,3 +76,22 @@ BLOCKS: Final[tuple[tuple[str, PromptBlock], ...]] = (
     ("public_memory", public_memory_block),
 )
 """The dynamic blocks, in prompt order."""
+
+
+def _fitted(block: PromptBlock, budget: int) -> PromptBlock:
+    async def fitted(deps: PhiDeps) -> str:
+        return fit_block(await block(deps), budget)
+
+    return fitted
+
+
+def profile_blocks(profile: PromptProfile) -> tuple[tuple[str, PromptBlock], ...]:
+    """The dynamic blocks of a prompt profile, in prompt order (the compact ones fitted to
+    their budgets)."""
+    if profile == "full":
+        return BLOCKS
+    return tuple(
+        (name, _fitted(block, COMPACT_BLOCKS[name]))
+        for name, block in BLOCKS
+        if name in COMPACT_BLOCKS
+    )

@@ -7,6 +7,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from phi.agent import gate
 from phi.agent.deps import Action, Approval, PhiDeps, PhiPost
+from phi.agent.guard import refuse_degenerate
 from phi.agent.outcomes import Refused
 from phi.agent.tools._common import request_thread, resolve_person
 from phi.atproto import Post
@@ -39,6 +40,10 @@ async def reply_to(ctx: RunContext[PhiDeps], uri: str, text: str) -> str | Refus
         raise ModelRetry(f"{uri} is not a post of this batch; reply only to the posts shown")
     if any(p.in_reply_to == uri for p in deps.activity.posts):
         return Refused(refused=f"you already replied to {uri} in this batch")
+    # Degenerate text (empty, an echo, a loop) is never posted: see `phi.agent.guard`.
+    answering = item.text if item is not None else None
+    if (not_posted := refuse_degenerate(ctx, "reply_to", text, answering=answering)) is not None:
+        return not_posted
     refs = await deps.client.reply(text, to=uri)
     n = item.notification if item is not None else None
     root = item.thread_root if item is not None else uri
@@ -92,13 +97,16 @@ async def repost_post(ctx: RunContext[PhiDeps], uri: str) -> str:
 
 
 @bluesky_tools.tool
-async def post(ctx: RunContext[PhiDeps], text: str) -> str:
+async def post(ctx: RunContext[PhiDeps], text: str) -> str | Refused:
     """Write a new top-level post (not a reply): a thought of your own, for your followers.
 
     Args:
         text: The post; over 300 characters becomes a self-thread.
     """
     deps = ctx.deps
+    # Degenerate text (empty, a loop) is never posted: see `phi.agent.guard`.
+    if (not_posted := refuse_degenerate(ctx, "post", text)) is not None:
+        return not_posted
     refs = await deps.client.post(text)
     deps.activity.posts.append(PhiPost(uri=refs[0].uri, text=text, thread_root=refs[0].uri))
     deps.wrote("self_awareness")

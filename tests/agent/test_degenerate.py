@@ -1,0 +1,63 @@
+"""phi on the local network never posts degenerate text, whatever the brain writes: an echo
+of the post it answers, a loop or an empty reply is sent back once, then given up, and the
+activity output says why."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic_ai import ToolCallPart
+
+from phi.agent.outcomes import Refused
+from phi.atproto import PhiClient
+from phi.atproto.sandbox import Sandbox
+
+from ._brain import Brain, call, mentions
+from .conftest import RuntimeFactory
+
+pytestmark = [pytest.mark.anyio, pytest.mark.usefixtures("quiet")]
+
+GREETING = "@phi.test hi phi! i'm alice. what do you remember about me?"
+
+
+async def test_an_echo_and_a_loop_are_never_posted(
+    runtime: RuntimeFactory, alice: PhiClient, phi: PhiClient, sandbox: Sandbox
+) -> None:
+    async def degenerate_brain(prompt: str, step: int) -> list[ToolCallPart]:
+        ((_, uri),) = mentions(prompt)
+        match step:
+            case 0:  # SmolLM2's answer in issue 16, word for word
+                return [
+                    call("reply_to", uri=uri, text="hi, i'm alice. what do you remember about me?")
+                ]
+            case 1:
+                return [call("reply_to", uri=uri, text="i'm a cat. i'm a cat. i'm a cat.")]
+            case 2:
+                return [call("post", text="...")]
+            case 3:
+                return [call("post", text="…(10 posts) (1000000000…")]
+        return []
+
+    brain = Brain(degenerate_brain)
+    (opening,) = await alice.post(GREETING)
+    await sandbox.wait_for_indexing()
+    async with runtime(brain) as phi_runtime:
+        report = await phi_runtime.tick()
+    await sandbox.wait_for_indexing()
+    assert report.replies == []
+    assert brain.results == [
+        "not posted: echo (86% of its word trigrams repeat the post it answers). "
+        "write something of your own, in new words",
+        str(Refused(refused='not posted: loop ("i\'m a cat" repeated 3 times)')),
+        "not posted: empty (no words in '...'). write something of your own, in new words",
+        str(Refused(refused="not posted: loop ('0' repeated 9 times)")),
+    ]
+    assert [line.split(" (")[0] for line in report.actions] == [
+        "reply_to not posted",
+        "reply_to not posted",
+        "post not posted",
+        "post not posted",
+    ]
+    assert report.actions[0].endswith(': "hi, i\'m alice. what do you remember about me?"')
+    thread = await alice.get_thread(opening.uri)
+    assert [p.author_handle for p in thread.posts] == ["alice.test"]
+    assert await phi.list_own_posts(limit=5) == []
