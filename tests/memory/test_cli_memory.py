@@ -20,8 +20,9 @@ def db(tmp_path: Path) -> str:
 
 
 def phi(*args: str, stdin: str | None = None) -> tuple[int, str]:
+    """Exit code and output: standard output alone for `--json` (what a script parses)."""
     result = CliRunner().invoke(app, list(args), input=stdin)
-    return result.exit_code, result.output
+    return result.exit_code, result.stdout if "--json" in args else result.output
 
 
 def test_add_search_show_preload_stats_export_forget(db: str, tmp_path: Path) -> None:
@@ -51,7 +52,7 @@ def test_add_search_show_preload_stats_export_forget(db: str, tmp_path: Path) ->
     assert shown["content"] == "alice adopted a greyhound named Pixel"
     assert [n["edge_type"] for n in shown["neighbors"]] == ["temporal"]
 
-    code, out = phi("memory", "preload", "pets", "-n", ALICE, "--budget", "200", "--db", db)
+    code, out = phi("memory", "preload", "pets", "-n", ALICE, "--budget-tokens", "200", "--db", db)
     assert code == 0 and "[RELEVANT MEMORY" in out and "greyhound" in out
 
     code, out = phi("memory", "stats", "--db", db, "--json")
@@ -65,8 +66,8 @@ def test_add_search_show_preload_stats_export_forget(db: str, tmp_path: Path) ->
     exported = [json.loads(line)["content"] for line in export.read_text().splitlines()]
     assert exported[0].startswith("alice")
 
-    code, out = phi("memory", "forget", ALICE, "--db", db, stdin="n\n")
-    assert code == 1
+    code, out = phi("memory", "forget", ALICE, "--db", db, stdin="y\n")
+    assert code == 2 and "add --yes to confirm" in out  # no terminal to ask: nothing erased
     code, out = phi("memory", "forget", ALICE, "--yes", "--db", db)
     assert (
         code == 0
@@ -75,6 +76,7 @@ def test_add_search_show_preload_stats_export_forget(db: str, tmp_path: Path) ->
 
 
 def test_errors_are_one_line_with_exit_code_2(db: str, tmp_path: Path) -> None:
+    assert phi("memory", "add", "a first row", "-n", ALICE, "--db", db)[0] == 0
     code, out = phi("memory", "add", "  ", "-n", ALICE, "--db", db)
     assert code == 2 and out.startswith("error: empty content") and out.count("\n") == 1
     code, out = phi("memory", "search", "x", "-n", "nobody", "--db", db)
@@ -118,7 +120,7 @@ def test_bench_locomo_writes_rankings_and_prints_the_table(tmp_path: Path) -> No
     source = tmp_path / "tiny.json"
     source.write_text(json.dumps(data))
     out_file = tmp_path / "out.jsonl"
-    code, out = phi("bench", "locomo", str(source), "--out", str(out_file))
+    code, out = phi("bench", "locomo", str(source), "--output", str(out_file))
     assert code == 0, out
     lines = [json.loads(line) for line in out_file.read_text().splitlines()]
     assert [q["category"] for q in lines] == [4, 1]

@@ -12,7 +12,7 @@ import json
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -170,14 +170,23 @@ async def run_locomo(
     k: int = 20,
     out: Path | None = None,
     embedder: Embedder | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> LocomoResult:
-    """Run the benchmark; write one JSON line per question to `out` if given."""
+    """Run the benchmark; write one JSON line per question to `out` if given, and report
+    each conversation as it finishes to `progress` (a run takes minutes)."""
     conversations = load_conversations(path, samples)
     embedder = embedder or MiniLMEmbedder()
     result = LocomoResult()
+    started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="phi-locomo-") as tmp:
-        for sample in conversations:
+        for number, sample in enumerate(conversations, start=1):
             await run_conversation(sample, embedder=embedder, workdir=Path(tmp), k=k, result=result)
+            if progress is not None:
+                progress(
+                    f"conversation {sample['sample_id']} ({number} of {len(conversations)}) "
+                    f"done: {result.turns} turns, {len(result.questions)} questions so far, "
+                    f"{time.perf_counter() - started:.0f} s"
+                )
     if out is not None:
         with out.open("w") as fh:
             for q in result.questions:

@@ -6,16 +6,14 @@ from typing import Annotated
 
 import typer
 
-from phi.cli._edge import open_memory, run
-from phi.config import Settings
+from phi.cli._edge import Db, InSandbox, memory_location, note, open_memory, run, settings
 
 __all__ = ["web_command"]
 
 
 def web_command(
-    db: Annotated[
-        str | None, typer.Option("--db", help="Memory store (default: $PHI_HOME/memory.db).")
-    ] = None,
+    db: Db = None,
+    sandbox: InSandbox = False,
     host: Annotated[str | None, typer.Option(help="Address (default $PHI_WEB_HOST).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default $PHI_WEB_PORT).")] = None,
 ) -> None:
@@ -24,14 +22,19 @@ def web_command(
 
     from phi.web import create_app
 
-    settings = Settings()
-    token = settings.web_token.get_secret_value() if settings.web_token else None
-    app = create_app(lambda: open_memory(db), token=token)
-    config = uvicorn.Config(
-        app, host=host or settings.web_host, port=port or settings.web_port, log_level="info"
-    )
+    current = settings()
+    token = current.web_token.get_secret_value() if current.web_token else None
+    # Opened once here, so a mistyped --db fails now, not at the first request.
+    memory = open_memory(db, sandbox=sandbox, creates=True)
+    app = create_app(lambda: memory, token=token)
+    address, at = host or current.web_host, port or current.web_port
+    config = uvicorn.Config(app, host=address, port=at, log_level="info")
 
     async def go() -> None:
+        note(
+            f"phi's memory ({memory_location(db, sandbox=sandbox)}) at "
+            f"http://{address}:{at}/memory, API docs at http://{address}:{at}/docs"
+        )
         await uvicorn.Server(config).serve()
 
     run(go)
