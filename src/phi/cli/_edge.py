@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-console = Console()
-err_console = Console(stderr=True)
+# Not wrapped by rich: ids, paths and URLs are copied from these lines whole.
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 Db = Annotated[
     str | None, typer.Option("--db", help="Memory store (default: $PHI_HOME/memory.db).")
