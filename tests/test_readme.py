@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import typer.main
 from pydantic_ai.models import infer_model
 
@@ -169,3 +170,38 @@ def test_readme_memory_examples_run_as_written_in_a_fresh_shell(tmp_path: Path) 
             row_id = json.loads(listed.stdout.splitlines()[0])["row_id"]
     exported = (work / "alice.jsonl").read_text().splitlines()
     assert json.loads(exported[0])["content"] == "likes rust"
+
+
+def mcp_config() -> dict[str, Any]:
+    """The `.mcp.json` example of the README."""
+    found = re.search(r"`(\{\"mcpServers\".*\})`", README.read_text())
+    assert found is not None, "no .mcp.json example in the README"
+    config: dict[str, Any] = json.loads(found.group(1))["mcpServers"]["phi"]
+    return config
+
+
+@pytest.mark.anyio
+async def test_the_mcp_json_example_starts_phi_after_the_quick_start(tmp_path: Path) -> None:
+    from mcp import Client, StdioServerParameters
+
+    home = fresh_home(tmp_path)
+    assert fresh_shell(home, f"source {ROOT}/scripts/_setup.sh", cwd=tmp_path).returncode == 0
+    config = mcp_config()
+    # An MCP client started from a login shell: PATH as Debian's ~/.profile leaves it.
+    env = {
+        "HOME": str(home),
+        "PATH": f"{home}/.local/bin:/usr/local/bin:/usr/bin:/bin",
+        "PHI_HOME": str(home / ".phi"),
+    }
+    params = StdioServerParameters(
+        command=config["command"], args=config["args"], env=env, cwd=str(tmp_path)
+    )
+    async with Client(params, read_timeout_seconds=120) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert {"remember", "recall", "preload"} <= names
+        result = await client.call_tool(
+            "remember", {"content": "the build uses uv", "namespace": "myagent-notes"}
+        )
+        assert not result.is_error, result.content
+        assert result.structured_content is not None
+        assert result.structured_content["namespace"] == "myagent-notes"
