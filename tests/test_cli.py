@@ -156,3 +156,29 @@ def test_phi_mcp_http_prints_its_address(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+@pytest.mark.anyio
+async def test_a_slow_network_start_says_it_is_still_going(monkeypatch: pytest.MonkeyPatch) -> None:
+    import anyio
+
+    from phi.cli import sandbox as sandbox_cli
+
+    monkeypatch.setattr(sandbox_cli, "TICK_SECONDS", 0.1)
+
+    class SlowSandbox:
+        """Starts in 0.35 s, as a first install does in minutes."""
+
+        async def up(self) -> str:
+            await anyio.sleep(0.35)
+            return "info"
+
+    lines: list[str] = []
+    started = await sandbox_cli._up_with_progress(SlowSandbox(), lines.append)  # type: ignore[arg-type]
+    assert started == "info"
+    # One line per 0.1 s while it starts (give or take one on a busy machine), none after.
+    assert 2 <= len(lines) <= 4, lines
+    assert all(line.startswith("still starting the network (") for line in lines)
+    count = len(lines)
+    await anyio.sleep(0.25)
+    assert len(lines) == count

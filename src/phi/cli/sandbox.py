@@ -215,6 +215,12 @@ def run_phi(
     async def go() -> None:
         # Started here first, with progress lines, so a first run's install is not minutes
         # of silence; `sandbox_run` then finds the network up.
+        if (await sandbox.status()).state != "running":
+            emit(
+                "bringing up the local AT Protocol network (about 15 s; the first time it "
+                f"installs Node 22 and @atproto/dev-env, 3-4 minutes, a line every "
+                f"{TICK_SECONDS:.0f} s)"
+            )
         await _up_with_progress(sandbox, emit)
         await sandbox_run(
             current,
