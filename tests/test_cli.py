@@ -182,3 +182,19 @@ async def test_a_slow_network_start_says_it_is_still_going(monkeypatch: pytest.M
     count = len(lines)
     await anyio.sleep(0.25)
     assert len(lines) == count
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["run", "--log-level", "loud"], "--log-level 'loud': use debug, info, warning or error"),
+        (["run", "--log-format", "xml"], "--log-format 'xml': use text or json"),
+        (["sandbox", "run", "--poll", "0"], "--poll must be positive, got 0.0"),
+        (["bench", "locomo", "no-such.json"], "no LoCoMo file at 'no-such.json'"),
+        (["prompt"], "say --preview (the only mode)"),
+    ],
+)
+def test_user_mistakes_exit_2_with_one_line(words: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, words)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {message}") and result.output.count("\n") == 1

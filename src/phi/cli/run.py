@@ -56,6 +56,8 @@ def run_command(
     until Ctrl-C or SIGTERM."""
     if log_format not in ("text", "json"):
         fail(f"--log-format {log_format!r}: use text or json")
+    if log_level.lower() not in ("debug", "info", "warning", "error"):
+        fail(f"--log-level {log_level!r}: use debug, info, warning or error")
     import anyio
 
     from phi.atproto import ClientConfig
