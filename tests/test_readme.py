@@ -182,6 +182,8 @@ def mcp_config() -> dict[str, Any]:
 
 @pytest.mark.anyio
 async def test_the_mcp_json_example_starts_phi_after_the_quick_start(tmp_path: Path) -> None:
+    from mcp.client.stdio import stdio_client
+
     from mcp import Client, StdioServerParameters
 
     home = fresh_home(tmp_path)
@@ -196,12 +198,16 @@ async def test_the_mcp_json_example_starts_phi_after_the_quick_start(tmp_path: P
     params = StdioServerParameters(
         command=config["command"], args=config["args"], env=env, cwd=str(tmp_path)
     )
-    async with Client(params, read_timeout_seconds=120) as client:
-        names = {tool.name for tool in (await client.list_tools()).tools}
-        assert {"remember", "recall", "preload"} <= names
-        result = await client.call_tool(
-            "remember", {"content": "the build uses uv", "namespace": "myagent-notes"}
-        )
-        assert not result.is_error, result.content
-        assert result.structured_content is not None
-        assert result.structured_content["namespace"] == "myagent-notes"
+    # The server's stderr to a file: stdio_client's default is the `sys.stderr` of
+    # whenever `mcp` was first imported, which may be a test runner's capture.
+    with (tmp_path / "mcp.log").open("w") as errlog:
+        transport = stdio_client(params, errlog=errlog)
+        async with Client(transport, read_timeout_seconds=120) as client:
+            names = {tool.name for tool in (await client.list_tools()).tools}
+            assert {"remember", "recall", "preload"} <= names
+            result = await client.call_tool(
+                "remember", {"content": "the build uses uv", "namespace": "myagent-notes"}
+            )
+            assert not result.is_error, result.content
+            assert result.structured_content is not None
+            assert result.structured_content["namespace"] == "myagent-notes"
