@@ -1,6 +1,26 @@
+"""The `phi` command as a whole: start-up cost, settings errors, servers saying where they are."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
 from typer.testing import CliRunner
 
 from phi.cli import app
+
+PHI = str(Path(sys.executable).parent / "phi")
+
+HEAVY = ("onnxruntime", "xllamacpp", "fastapi", "mcp", "atproto", "numpy", "pydantic_ai", "apsw")
+"""Libraries that cost seconds to import on a busy 2-core machine; only commands load them."""
 
 
 def test_help_lists_the_command_groups() -> None:
@@ -8,3 +28,173 @@ def test_help_lists_the_command_groups() -> None:
     assert result.exit_code == 0
     assert "memory" in result.output
     assert "bench" in result.output
+
+
+def test_importing_the_cli_loads_no_heavy_library() -> None:
+    # A fresh interpreter: this test process has imported most of them already.
+    probe = (
+        "import sys, phi.cli; "
+        f"print([m for m in {HEAVY!r} if m in sys.modules or any("
+        "k.startswith(m + '.') for k in sys.modules)])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"
+
+
+BAD_SETTING_COMMANDS = [
+    ["memory", "stats"],
+    ["memory", "search", "x"],
+    ["memory", "add", "x", "-n", "scratch"],
+    ["memory", "extract"],
+    ["memory", "blocks", "list"],
+    ["sandbox", "status"],
+    ["sandbox", "say", "alice", "hi"],
+    ["sandbox", "run", "--until-reply"],
+    ["web"],
+    ["mcp"],
+    ["run"],
+    ["prompt", "--preview", "--sandbox"],
+]
+
+
+@pytest.mark.parametrize("words", BAD_SETTING_COMMANDS, ids=" ".join)
+def test_a_bad_setting_is_one_line_naming_it_with_exit_2(
+    words: list[str], monkeypatch: pytest.MonkeyPatch, phi_home: Path
+) -> None:
+    monkeypatch.setenv("PHI_POLL_SECONDS", "0")
+    result = CliRunner().invoke(app, words)
+    assert result.exit_code == 2, result.output
+    assert result.output == (
+        "error: PHI_POLL_SECONDS='0': Input should be greater than 0 (the setting: Seconds "
+        "between two notification polls of `phi run`.)\n"
+    )
+    assert list(phi_home.iterdir()) == []  # nothing created on the way
+
+
+def test_settings_errors_name_each_variable_and_what_it_accepts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PHI_MUSING_HOURS", "9,25")
+    monkeypatch.setenv("PHI_ALLOW_HANDLES", "[alice.test")
+    result = CliRunner().invoke(app, ["memory", "stats"])
+    assert result.exit_code == 2
+    assert result.output.count("\n") == 1
+    assert "PHI_MUSING_HOURS='9,25': musing hours are UTC hours 0-23, got [25]" in result.output
+    assert "PHI_ALLOW_HANDLES='[alice.test': not a valid JSON list" in result.output
+
+
+def test_sandbox_status_and_down_speak_json(phi_home: Path) -> None:
+    result = CliRunner().invoke(app, ["sandbox", "status", "--json"])
+    assert (result.exit_code, json.loads(result.stdout)) == (1, {"state": "stopped"})
+    result = CliRunner().invoke(app, ["sandbox", "down", "--json"])
+    assert (result.exit_code, json.loads(result.stdout)) == (0, {"stopped": False})
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _serve(args: list[str], log: Path, *, ready: str) -> subprocess.Popen[bytes]:
+    """Start `phi ARGS`; return once its log holds `ready`."""
+    with log.open("wb") as out:
+        process = subprocess.Popen([PHI, *args], stdout=out, stderr=out, env=dict(os.environ))
+    deadline = time.monotonic() + 60
+    while ready not in log.read_text():
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    return process
+
+
+def test_phi_web_sandbox_prints_its_address_and_serves_docs_offline(
+    tmp_path: Path, phi_home: Path
+) -> None:
+    result = CliRunner().invoke(
+        app, ["memory", "add", "from the sandbox", "-n", "scratch", "--sandbox"]
+    )
+    assert result.exit_code == 2 and "no sandbox memory yet" in result.output
+    sandbox_db = phi_home / "sandbox-memory.db"
+    result = CliRunner().invoke(
+        app, ["memory", "add", "from the sandbox", "-n", "scratch", "--db", str(sandbox_db)]
+    )
+    assert result.exit_code == 0, result.output
+    port = _free_port()
+    log = tmp_path / "web.log"
+    process = _serve(["web", "--sandbox", "--port", str(port)], log, ready="Uvicorn running")
+    try:
+        base = f"http://127.0.0.1:{port}"
+        assert f"phi's memory ({sandbox_db}) at {base}/memory, API docs at {base}/docs" in (
+            log.read_text()
+        )
+        assert httpx.get(f"{base}/health").json()["rows"] == 1
+        docs = httpx.get(f"{base}/docs")
+        assert docs.status_code == 200 and "/openapi.json" in docs.text
+        # Everything the page loads comes from this server (FastAPI's default pulls a CDN).
+        loaded = re.findall(r'(?:src|href)="([^"]*)"', docs.text)
+        assert loaded and all(url.startswith("/") for url in loaded), loaded
+        assert 'fetch("/openapi.json")' in docs.text
+        assert httpx.get(f"{base}/redoc").status_code == 404
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_phi_mcp_http_prints_its_address(tmp_path: Path) -> None:
+    port = _free_port()
+    log = tmp_path / "mcp.log"
+    address = f"http://127.0.0.1:{port}/mcp"
+    process = _serve(
+        ["mcp", "--http", "--port", str(port), "--db", str(tmp_path / "m.db")], log, ready=address
+    )
+    try:
+        assert f"MCP over streamable HTTP at {address}" in log.read_text()
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.mark.anyio
+async def test_a_slow_network_start_says_it_is_still_going(monkeypatch: pytest.MonkeyPatch) -> None:
+    import anyio
+
+    from phi.cli import sandbox as sandbox_cli
+
+    monkeypatch.setattr(sandbox_cli, "TICK_SECONDS", 0.1)
+
+    class SlowSandbox:
+        """Starts in 0.35 s, as a first install does in minutes."""
+
+        async def up(self) -> str:
+            await anyio.sleep(0.35)
+            return "info"
+
+    lines: list[str] = []
+    started = await sandbox_cli._up_with_progress(SlowSandbox(), lines.append)  # type: ignore[arg-type]
+    assert started == "info"
+    # One line per 0.1 s while it starts (give or take one on a busy machine), none after.
+    assert 2 <= len(lines) <= 4, lines
+    assert all(line.startswith("still starting the network (") for line in lines)
+    count = len(lines)
+    await anyio.sleep(0.25)
+    assert len(lines) == count
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["run", "--log-level", "loud"], "--log-level 'loud': use debug, info, warning or error"),
+        (["run", "--log-format", "xml"], "--log-format 'xml': use text or json"),
+        (["sandbox", "run", "--poll", "0"], "--poll must be positive, got 0.0"),
+        (["bench", "locomo", "no-such.json"], "no LoCoMo file at 'no-such.json'"),
+        (["prompt"], "say --preview (the only mode)"),
+    ],
+)
+def test_user_mistakes_exit_2_with_one_line(words: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, words)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {message}") and result.output.count("\n") == 1

@@ -11,10 +11,16 @@ import json
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-__all__ = ["Settings"]
+from phi.errors import UserError
+
+__all__ = ["Settings", "SettingsError", "load_settings"]
+
+
+class SettingsError(UserError):
+    """A `PHI_*` setting (environment or `.env`) holds a value phi cannot use."""
 
 
 def _default_home() -> Path:
@@ -27,14 +33,20 @@ def _split_list(value: Any) -> Any:
         return value
     text = value.strip()
     if text.startswith("["):
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            message = "not a valid JSON list; give a JSON list or comma-separated items"
+            raise ValueError(message) from None
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
 class Settings(BaseSettings):
     """phi's configuration."""
 
-    model_config = SettingsConfigDict(env_prefix="PHI_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="PHI_", env_file=".env", extra="ignore", use_attribute_docstrings=True
+    )
 
     home: Path = Field(default_factory=_default_home)
     """Folder for all local state: the memory store, the sandbox, caches."""
@@ -158,6 +170,11 @@ class Settings(BaseSettings):
         """The memory store location, defaulting to a file under `home`."""
         return self.memory_url or str(self.home / "memory.db")
 
+    def sandbox_memory_url(self) -> str:
+        """The memory of phi on the local sandbox: `<home>/sandbox-memory.db`, apart from
+        the real account's, unless `memory_url` names one store for both."""
+        return self.memory_url or str(self.home / "sandbox-memory.db")
+
     def resolved_sandbox_cache(self) -> Path:
         """The sandbox install cache: `sandbox_cache`, or a project-local default."""
         if self.sandbox_cache is not None:
@@ -166,3 +183,30 @@ class Settings(BaseSettings):
         if (checkout / "pyproject.toml").exists() and (checkout / "src" / "phi").is_dir():
             return checkout / ".cache" / "sandbox"
         return self.home / "cache" / "sandbox"
+
+
+def load_settings() -> Settings:
+    """`Settings()`, with a bad value reported as one `SettingsError` line per setting.
+
+    Raises:
+        SettingsError: naming the variable, the value given and what it accepts.
+    """
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc)) from None
+
+
+def _describe(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors(include_url=False):
+        name = str(error["loc"][0]) if error["loc"] else "?"
+        field = Settings.model_fields.get(name)
+        about = (field.description or "").split("\n")[0].strip() if field else ""
+        given = error.get("input")
+        value = f"={given!r}" if isinstance(given, str | int | float) else ""
+        reason = error["msg"].removeprefix("Value error, ")
+        problems.append(
+            f"PHI_{name.upper()}{value}: {reason}" + (f" (the setting: {about})" if about else "")
+        )
+    return "; ".join(problems)

@@ -101,7 +101,11 @@ def test_sandbox_run_streams_a_conversation_with_the_local_brain(
     assert f"@alice.test posted: {GREETING}" in out
     assert "replied to @alice.test: " in out
     assert "model" in out and "phi itself" in out  # the tick's timing line
-    assert out.rstrip().endswith("the network keeps running (phi sandbox down stops it)")
+    assert "the network keeps running (phi sandbox down stops it)" in out
+    assert out.rstrip().endswith(
+        f"this run's memory: {tmp_path / 'memory.db'} (read it with phi memory stats "
+        "--sandbox, or phi web --sandbox)"
+    )
 
 
 GREETING = "@phi.test hi phi, it's alice from the sandbox test. how are you?"

@@ -42,7 +42,7 @@ def test_status_say_like_follow() -> None:
     assert "/app.bsky.graph.follow/" in followed.output
 
     unknown = runner.invoke(app, ["sandbox", "say", "mallory", "hello"])
-    assert unknown.exit_code == 1
+    assert unknown.exit_code == 2  # a mistake to fix, like every user mistake
     assert "no cast member 'mallory'" in unknown.output
 
 

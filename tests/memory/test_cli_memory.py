@@ -22,8 +22,9 @@ def db(tmp_path: Path) -> str:
 
 
 def phi(*args: str, stdin: str | None = None) -> tuple[int, str]:
+    """Exit code and output: standard output alone for `--json` (what a script parses)."""
     result = CliRunner().invoke(app, list(args), input=stdin)
-    return result.exit_code, result.output
+    return result.exit_code, result.stdout if "--json" in args else result.output
 
 
 def test_add_search_show_preload_stats_export_forget(db: str, tmp_path: Path) -> None:
@@ -53,7 +54,7 @@ def test_add_search_show_preload_stats_export_forget(db: str, tmp_path: Path) ->
     assert shown["content"] == "alice adopted a greyhound named Pixel"
     assert [n["edge_type"] for n in shown["neighbors"]] == ["temporal"]
 
-    code, out = phi("memory", "preload", "pets", "-n", ALICE, "--budget", "200", "--db", db)
+    code, out = phi("memory", "preload", "pets", "-n", ALICE, "--budget-tokens", "200", "--db", db)
     assert code == 0 and "[RELEVANT MEMORY" in out and "greyhound" in out
 
     code, out = phi("memory", "stats", "--db", db, "--json")
@@ -67,8 +68,8 @@ def test_add_search_show_preload_stats_export_forget(db: str, tmp_path: Path) ->
     exported = [json.loads(line)["content"] for line in export.read_text().splitlines()]
     assert exported[0].startswith("alice")
 
-    code, out = phi("memory", "forget", ALICE, "--db", db, stdin="n\n")
-    assert code == 1
+    code, out = phi("memory", "forget", ALICE, "--db", db, stdin="y\n")
+    assert code == 2 and "add --yes to confirm" in out  # no terminal to ask: nothing erased
     code, out = phi("memory", "forget", ALICE, "--yes", "--db", db)
     assert (
         code == 0
@@ -77,6 +78,7 @@ def test_add_search_show_preload_stats_export_forget(db: str, tmp_path: Path) ->
 
 
 def test_errors_are_one_line_with_exit_code_2(db: str, tmp_path: Path) -> None:
+    assert phi("memory", "add", "a first row", "-n", ALICE, "--db", db)[0] == 0
     code, out = phi("memory", "add", "  ", "-n", ALICE, "--db", db)
     assert code == 2 and out.startswith("error: empty content") and out.count("\n") == 1
     code, out = phi("memory", "search", "x", "-n", "nobody", "--db", db)
@@ -120,7 +122,7 @@ def test_bench_locomo_writes_rankings_and_prints_the_table(tmp_path: Path) -> No
     source = tmp_path / "tiny.json"
     source.write_text(json.dumps(data))
     out_file = tmp_path / "out.jsonl"
-    code, out = phi("bench", "locomo", str(source), "--out", str(out_file))
+    code, out = phi("bench", "locomo", str(source), "--output", str(out_file))
     assert code == 0, out
     lines = [json.loads(line) for line in out_file.read_text().splitlines()]
     assert [q["category"] for q in lines] == [4, 1]
@@ -135,6 +137,12 @@ def test_bench_locomo_writes_rankings_and_prints_the_table(tmp_path: Path) -> No
         "latency_ms",
     }
     assert "R@10" in out and "turns/s" in out and "p95" in out
+    assert "conversation tiny (1 of 1) done: 3 turns, 2 questions so far" in out
+    code, out = phi("bench", "locomo", str(source), "--json")
+    assert code == 0, out
+    summary = json.loads(out)
+    assert (summary["questions"], summary["turns"], summary["recall"]["all"]["R@1"]) == (2, 3, 1.0)
+    assert summary["recall"]["3"]["R@1"] is None  # no open-domain question: null, not NaN
     code, out = phi("bench", "locomo", str(source), "--sample", "conv-99")
     assert code == 2 and "no conversation 'conv-99'" in out
 
@@ -214,3 +222,68 @@ def test_forget_says_what_it_erased_elsewhere_and_what_is_still_published(db: st
         "  still on phi's PDS, published from erased rows; delete them yourself:",
         f"    {published}",
     ]
+
+
+def test_a_mistyped_db_is_refused_not_created(db: str, tmp_path: Path) -> None:
+    typo = tmp_path / "cli.bd"
+    for words in (["stats"], ["search", "x"], ["export"], ["blocks", "list"], ["usage"]):
+        code, out = phi("memory", *words, "--db", str(typo))
+        assert code == 2 and out == (
+            f"error: no memory store at {str(typo)!r} (check the path; `phi memory add … --db "
+            "PATH` creates one)\n"
+        ), (words, out)
+    assert not typo.exists()
+    code, out = phi("memory", "add", "hello", "-n", "scratch", "--db", db)
+    assert code == 0 and out.startswith(f"note: created a new, empty memory store at {db}\n")
+    code, out = phi("memory", "add", "again", "-n", "scratch", "--db", db)
+    assert code == 0 and "created" not in out
+
+
+def test_a_folder_is_not_a_store_and_export_needs_an_existing_folder(
+    db: str, tmp_path: Path
+) -> None:
+    code, out = phi("memory", "stats", "--db", str(tmp_path))
+    assert code == 2 and out == f"error: {str(tmp_path)!r} is a directory; give the path of a " \
+        "memory store file\n"  # fmt: skip
+    phi("memory", "add", "hello", "-n", "scratch", "--db", db)
+    target = tmp_path / "missing" / "out.jsonl"
+    code, out = phi("memory", "export", "-o", str(target), "--db", db)
+    assert code == 2 and out == (
+        f"error: cannot write {str(target)!r}: the folder {str(target.parent)!r} does not exist\n"
+    )
+    code, out = phi("memory", "export", "-o", str(tmp_path), "--db", db)
+    assert code == 2 and "it is a folder" in out
+    code, out = phi("memory", "export", "-o", str(tmp_path / "one.jsonl"), "--db", db)
+    assert code == 0 and out.endswith("exported 1 row to " + str(tmp_path / "one.jsonl") + "\n")
+
+
+def test_a_repeated_add_says_it_already_existed(db: str) -> None:
+    first = phi("memory", "add", "likes rust", "-n", ALICE, "--db", db, "--json")
+    again = phi("memory", "add", "likes rust", "-n", ALICE, "--db", db, "--json")
+    assert json.loads(first[1])["existed"] is False
+    assert json.loads(again[1])["existed"] is True
+    assert json.loads(again[1])["row_id"] == json.loads(first[1])["row_id"]
+    code, out = phi("memory", "add", "likes rust", "-n", ALICE, "--db", db)
+    assert code == 0 and out.startswith("already remembered: ")
+
+
+def test_sandbox_memory_is_reachable_from_every_memory_command(phi_home: Path) -> None:
+    sandbox_db = str(phi_home / "sandbox-memory.db")
+    assert phi("memory", "add", "alice likes crows", "-n", ALICE, "--db", sandbox_db)[0] == 0
+    code, out = phi("memory", "stats", "--sandbox", "--json")
+    assert code == 0 and json.loads(out)["location"] == sandbox_db
+    code, out = phi("memory", "search", "crows", "--sandbox", "--json")
+    assert code == 0 and json.loads(out)[0]["content"] == "alice likes crows"
+    code, out = phi("memory", "stats", "--sandbox", "--db", sandbox_db)
+    assert code == 2 and "give --db or --sandbox, not both" in out
+    assert not (phi_home / "memory.db").exists()
+
+
+def test_erasing_asks_the_same_way_everywhere(db: str) -> None:
+    phi("memory", "blocks", "append", "user:did:plc:alice", "likes crows", "--db", db)
+    phi("memory", "add", "x", "-n", ALICE, "--db", db)
+    for words in (["forget", ALICE], ["blocks", "forget", "did:plc:alice"]):
+        code, out = phi("memory", *words, "--db", db)
+        assert code == 2 and "for good; add --yes to confirm" in out, out
+    code, out = phi("memory", "blocks", "forget", "did:plc:alice", "--yes", "--db", db)
+    assert code == 0 and out == "erased 1 version of the block of did:plc:alice\n"

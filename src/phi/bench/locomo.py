@@ -12,7 +12,7 @@ import json
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -192,8 +192,10 @@ async def run_locomo(
     recipe: RecallRecipe = DEFAULT_RECIPE,
     store_dir: Path | None = None,
     db: str | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> LocomoResult:
-    """Run the benchmark; write one JSON line per question to `out` if given.
+    """Run the benchmark; write one JSON line per question to `out` if given, and report
+    each conversation as it finishes to `progress` (a run takes minutes).
 
     Each conversation gets its own store: a fresh SQLite file in a temporary folder, a fresh
     schema of the PostgreSQL database `db`, or a SQLite file in `store_dir` that is kept and
@@ -204,10 +206,11 @@ async def run_locomo(
     conversations = load_conversations(path, samples)
     embedder = embedder or MiniLMEmbedder()
     result = LocomoResult()
+    started = time.perf_counter()
     if store_dir is not None:
         await anyio.Path(store_dir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="phi-locomo-") as tmp:
-        for sample in conversations:
+        for number, sample in enumerate(conversations, start=1):
             name = sample["sample_id"]
             async with AsyncExitStack() as stack:
                 if store_dir is not None:
@@ -217,6 +220,12 @@ async def run_locomo(
                 async with Memory.open(location, embedder=embedder) as memory:
                     await ingest_conversation(memory, sample, result)
                     await ask_questions(memory, sample, k=k, recipe=recipe, result=result)
+            if progress is not None:
+                progress(
+                    f"conversation {name} ({number} of {len(conversations)}) "
+                    f"done: {result.turns} turns, {len(result.questions)} questions so far, "
+                    f"{time.perf_counter() - started:.0f} s"
+                )
     if out is not None:
         with out.open("w") as fh:
             for q in result.questions:

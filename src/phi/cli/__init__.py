@@ -1,4 +1,8 @@
-"""The `phi` command. Each sub-command is a thin adapter over one library call."""
+"""The `phi` command. Each sub-command is a thin adapter over one library call.
+
+Every command reads its settings through `phi.cli._edge.settings()`, so a bad `PHI_*`
+value is one line and exit 2 wherever it is met.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""Helpers every CLI command shares: settings, opening memory, errors, output."""
+"""Helpers every CLI command shares: settings, opening memory, errors, output.
+
+Heavy libraries (onnxruntime, the store, pydantic-ai, the AT Protocol SDK, FastAPI, MCP)
+are imported inside the commands that need them, never at module level: `phi --help` and
+a mistyped option answer at once (`tests/test_cli.py` checks what `import phi.cli` loads).
+"""
 
 from __future__ import annotations
 
@@ -6,21 +11,35 @@ import json
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, NoReturn, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
-import anyio
 import typer
 from rich.console import Console
 
-from phi.config import Settings
 from phi.errors import PhiError, UserError
-from phi.memory import Memory
-from phi.memory.embed import default_embedder
+
+if TYPE_CHECKING:
+    from phi.config import Settings
+    from phi.memory import Memory
 
 T = TypeVar("T")
 
-console = Console()
-err_console = Console(stderr=True)
+# Not wrapped by rich: ids, paths and URLs are copied from these lines whole.
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
+
+Db = Annotated[
+    str | None, typer.Option("--db", help="Memory store (default: $PHI_HOME/memory.db).")
+]
+InSandbox = Annotated[
+    bool,
+    typer.Option(
+        "--sandbox", help="The memory of `phi sandbox run` ($PHI_HOME/sandbox-memory.db)."
+    ),
+]
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+Yes = Annotated[bool, typer.Option("--yes", help="Erase without asking.")]
 
 
 def fail(message: str, *, code: int = 2) -> NoReturn:
@@ -29,8 +48,25 @@ def fail(message: str, *, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def note(message: str) -> None:
+    """A one-line remark on standard error, out of the way of output scripts read."""
+    err_console.print(f"note: {message}", highlight=False, soft_wrap=True, markup=False)
+
+
+def settings() -> Settings:
+    """The settings from `PHI_*` and `.env`; a bad value is a one-line error (exit 2)."""
+    from phi.config import SettingsError, load_settings
+
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        fail(str(exc))
+
+
 def run(fn: Callable[[], Awaitable[T]]) -> T:
     """Run a coroutine at the edge, mapping phi's errors to a message and an exit code."""
+    import anyio
+
     try:
         return anyio.run(fn)
     except UserError as exc:
@@ -39,12 +75,67 @@ def run(fn: Callable[[], Awaitable[T]]) -> T:
         fail(str(exc), code=1)
 
 
-def open_memory(db: str | None) -> Memory:
-    """The memory store named by `--db`, or the configured default."""
-    settings = Settings()
-    return Memory.open(
-        db or settings.resolved_memory_url(), embedder=default_embedder(settings.embedder)
-    )
+def memory_location(db: str | None, *, sandbox: bool = False) -> str:
+    """Where the memory named by `--db` / `--sandbox` lives (the configured default without)."""
+    if db is not None and sandbox:
+        fail("give --db or --sandbox, not both")
+    current = settings()
+    if sandbox:
+        return current.sandbox_memory_url()
+    return db or current.resolved_memory_url()
+
+
+def open_memory(db: str | None, *, sandbox: bool = False, creates: bool = False) -> Memory:
+    """The memory store named by `--db` or `--sandbox`, or the configured default.
+
+    A `--db` path that does not exist is most often a typo: commands that only read refuse
+    it (exit 2), commands that write (`creates`) make the store and say so.
+    """
+    from phi.memory import Memory
+    from phi.memory.embed import default_embedder
+
+    location = memory_location(db, sandbox=sandbox)
+    path = _file_of(location)
+    if path is not None:
+        if path.is_dir():
+            fail(f"{location!r} is a directory; give the path of a memory store file")
+        if not path.exists():
+            if sandbox:
+                fail(f"no sandbox memory yet at {location!r}; `phi sandbox run` makes it")
+            if db is not None and not creates:
+                fail(
+                    f"no memory store at {location!r} (check the path; `phi memory add … "
+                    "--db PATH` creates one)"
+                )
+            if db is not None:
+                note(f"created a new, empty memory store at {location}")
+    return Memory.open(location, embedder=default_embedder(settings().embedder))
+
+
+def _file_of(location: str) -> Path | None:
+    """The file a SQLite location names; None for a URL of another backend."""
+    if location.startswith("sqlite://"):
+        return Path(location.removeprefix("sqlite://")).expanduser()
+    return None if "://" in location else Path(location).expanduser()
+
+
+def confirm_erase(what: str, *, yes: bool) -> None:
+    """The one confirmation of every destructive command: `--yes`, or a yes at a terminal.
+
+    Without a terminal to ask (a script, a pipe) the command refuses and says how to
+    confirm, so nothing is erased by accident.
+    """
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        fail(f"this erases {what} for good; add --yes to confirm")
+    if not typer.confirm(f"erase {what}? this cannot be undone"):
+        fail("nothing erased", code=1)
+
+
+def plural(count: int, noun: str) -> str:
+    """`1 row`, `2 rows`."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def read_text(value: str) -> str:

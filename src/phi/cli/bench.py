@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from phi.bench.locomo import CATEGORIES, KS, LocomoResult, run_locomo
-from phi.bench.peers import PEERS
-from phi.cli._edge import console, emit_json, fail, run
-from phi.errors import InvalidInput
+from phi.cli._edge import AsJson, console, emit_json, fail, note, run
+
+if TYPE_CHECKING:
+    from phi.bench.locomo import LocomoResult
 
 err_console = Console(stderr=True)
 bench_app = typer.Typer(help="Benchmarks of the memory engine and the brain.", no_args_is_help=True)
@@ -32,6 +32,8 @@ def brain(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per brain.")] = False,
 ) -> None:
     """Twenty fixed batches through a brain: valid tool calls, degenerate replies, speed."""
+    from rich.table import Table
+
     from phi.bench.brain import CANDIDATES, BrainSetup, CaseRun, run_brain_bench, setup_for
     from phi.bench.brain_cases import CASES
 
@@ -101,8 +103,9 @@ def locomo(
         list[str] | None, typer.Option("--sample", help="Only this conversation (repeatable).")
     ] = None,
     k: Annotated[int, typer.Option("--k", help="Length of each ranking (at least 20).")] = 20,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write one JSON line per question.")
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write one JSON line per question to this file."),
     ] = None,
     plot: Annotated[
         Path | None,
@@ -118,31 +121,75 @@ def locomo(
             "--db", help="A postgresql:// URL: run on PostgreSQL (default: temporary SQLite files)."
         ),
     ] = None,
+    as_json: AsJson = False,
 ) -> None:
     """Retrieval quality on LoCoMo: recall@1/5/10/20 through phi's own write and recall path."""
+    from phi.bench.locomo import CATEGORIES, KS, run_locomo
+
+    if not data.is_file():
+        fail(f"no LoCoMo file at {str(data)!r}")
+    if output is not None and not output.parent.is_dir():
+        fail(f"cannot write {str(output)!r}: the folder {str(output.parent)!r} does not exist")
 
     async def go() -> LocomoResult:
         return await run_locomo(
-            data, samples=sample or (), k=max(k, 20), out=out, store_dir=stores, db=db
+            data,
+            samples=sample or (),
+            k=max(k, 20),
+            out=output,
+            store_dir=stores,
+            db=db,
+            progress=note,
         )
 
     result = run(go)
+    if as_json:
+        emit_json(
+            {
+                "questions": len(result.questions),
+                "turns": result.turns,
+                "ingest_seconds": result.ingest_seconds,
+                "recall": {
+                    "all": {f"R@{k}": _number(result.recall(k)) for k in KS},
+                    **{
+                        str(category): {f"R@{k}": _number(result.recall(k, category)) for k in KS}
+                        for category in CATEGORIES
+                    },
+                },
+                "latency_ms": {
+                    "p50": _number(result.latency_ms(0.5)),
+                    "p95": _number(result.latency_ms(0.95)),
+                },
+                "output": str(output) if output else None,
+            }
+        )
+        return
     print_locomo(result)
     print_peers()
-    if out is not None:
-        console.print(f"wrote {len(result.questions)} lines to {out}")
+    if output is not None:
+        console.print(f"wrote {len(result.questions)} lines to {output}", highlight=False)
     if plot is not None:
         from phi.bench.plot import plot_locomo  # matplotlib is a development dependency
+        from phi.errors import InvalidInput
 
         try:
             plot_locomo(result, plot)
         except InvalidInput as exc:
             fail(str(exc))
-        console.print(f"wrote a chart to {plot}")
+        console.print(f"wrote a chart to {plot}", highlight=False)
+
+
+def _number(value: float) -> float | None:
+    """JSON has no NaN: an empty category's recall is null."""
+    return None if math.isnan(value) else value
 
 
 def print_locomo(result: LocomoResult) -> None:
     """The recall table, ingest rate and recall latency."""
+    from rich.table import Table
+
+    from phi.bench.locomo import CATEGORIES, KS
+
     table = Table(title=f"LoCoMo retrieval ({len(result.questions)} questions, categories 1-4)")
     table.add_column("category")
     table.add_column("questions", justify="right")
@@ -167,6 +214,11 @@ def print_locomo(result: LocomoResult) -> None:
 
 def print_peers() -> None:
     """Other methods measured here the same way (turn recall, categories 1-4, no LLM)."""
+    from rich.table import Table
+
+    from phi.bench.locomo import KS
+    from phi.bench.peers import PEERS
+
     table = Table(title="Peers on LoCoMo, measured here (dev: comparable with the table above)")
     table.add_column("method")
     table.add_column("split")

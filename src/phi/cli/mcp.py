@@ -7,9 +7,8 @@ from typing import Annotated
 
 import typer
 
-from phi.cli._edge import fail, open_memory, run
+from phi.cli._edge import Db, InSandbox, fail, note, open_memory, run
 from phi.errors import UserError
-from phi.mcp import DEFAULT_SESSION_NAMESPACE, McpOptions, build_server
 
 __all__ = ["mcp_command"]
 
@@ -24,9 +23,8 @@ def _loopback(host: str) -> bool:
 
 
 def mcp_command(
-    db: Annotated[
-        str | None, typer.Option("--db", help="Memory store (default: $PHI_HOME/memory.db).")
-    ] = None,
+    db: Db = None,
+    sandbox: InSandbox = False,
     http: Annotated[
         bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")
     ] = False,
@@ -37,8 +35,11 @@ def mcp_command(
         typer.Option("--namespace-prefix", help="Confine the client to namespaces starting so."),
     ] = None,
     session_namespace: Annotated[
-        str, typer.Option(help="Default namespace of `capture` (the prefix is prepended).")
-    ] = DEFAULT_SESSION_NAMESPACE,
+        str | None,
+        typer.Option(
+            help="Default namespace of `capture` (the prefix is prepended; default agent-sessions)."
+        ),
+    ] = None,
     allow_forget: Annotated[
         bool, typer.Option("--allow-forget", help="Offer the `forget` tool (a hard delete).")
     ] = False,
@@ -46,19 +47,22 @@ def mcp_command(
     """Serve phi's memory over MCP: remember, recall, preload, neighbors, history, capture."""
     if http and not _loopback(host):
         fail(f"--host {host!r} is not a loopback address; the MCP server has no authentication")
+    from phi.mcp import DEFAULT_SESSION_NAMESPACE, McpOptions, build_server
+
     try:
         options = McpOptions(
             namespace_prefix=namespace_prefix,
             allow_forget=allow_forget,
-            session_namespace=session_namespace,
+            session_namespace=session_namespace or DEFAULT_SESSION_NAMESPACE,
         )
     except UserError as exc:
         fail(str(exc))
 
     async def go() -> None:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox, creates=True) as memory:
             server = build_server(memory, options)
             if http:
+                note(f"MCP over streamable HTTP at http://{host}:{port}/mcp (Ctrl-C stops)")
                 await server.run_streamable_http_async(host=host, port=port)
             else:
                 await server.run_stdio_async()

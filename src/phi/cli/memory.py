@@ -6,23 +6,33 @@ import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
-from phi.cli._edge import console, emit_json, fail, open_memory, parse_time, read_text, run
-from phi.memory import Kind, Recalled, Row
-from phi.memory.learning import model_usage
-from phi.memory.model import KINDS, Status
-from phi.memory.preload import format_age
+from phi.cli._edge import (
+    AsJson,
+    Db,
+    InSandbox,
+    Yes,
+    confirm_erase,
+    console,
+    emit_json,
+    fail,
+    open_memory,
+    parse_time,
+    plural,
+    read_text,
+    run,
+)
+
+if TYPE_CHECKING:
+    from phi.memory import Kind, Recalled, Row
+
+__all__ = ["AsJson", "Db", "InSandbox", "memory_app"]
 
 memory_app = typer.Typer(help="Read and write phi's memory.", no_args_is_help=True)
 
-Db = Annotated[
-    str | None, typer.Option("--db", help="Memory store (default: $PHI_HOME/memory.db).")
-]
-AsJson = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 Namespace = Annotated[
     str, typer.Option("--namespace", "-n", help="Namespace, e.g. phi-users-did:plc:…")
 ]
@@ -33,6 +43,8 @@ Namespaces = Annotated[
 
 
 def _print_hits(found: list[Recalled]) -> None:
+    from phi.memory.preload import format_age
+
     if not found:
         console.print("no matching memory")
         return
@@ -66,29 +78,40 @@ def add(
     ] = None,
     author: Annotated[str | None, typer.Option(help="DID of the person this is about.")] = None,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """Remember TEXT in a namespace (the same text and sources twice make one row)."""
     content = read_text(text)
+    chosen_kind = _kind(kind)
 
-    async def go() -> Row:
-        async with open_memory(db) as memory:
-            return await memory.remember(
+    async def go() -> tuple[Row, bool]:
+        async with open_memory(db, sandbox=sandbox, creates=True) as memory:
+            before = (await memory.stats()).rows
+            row = await memory.remember(
                 content,
                 namespace=namespace,
-                kind=_kind(kind),
+                kind=chosen_kind,
                 tags=tag or (),
                 source_uris=source or (),
                 author=author,
             )
+            # `remember` returns the existing row for a repeated write; the row count says
+            # which happened without a second lookup.
+            return row, (await memory.stats()).rows == before
 
-    row = run(go)
-    emit_json(row.to_json()) if as_json else console.print(
-        f"remembered {row.row_id} in {row.namespace}"
-    )
+    row, existed = run(go)
+    if as_json:
+        emit_json({**row.to_json(), "existed": existed})
+    elif existed:
+        console.print(f"already remembered: {row.row_id} in {row.namespace}", highlight=False)
+    else:
+        console.print(f"remembered {row.row_id} in {row.namespace}", highlight=False)
 
 
 def _kind(value: str) -> Kind:
+    from phi.memory.model import KINDS
+
     if value not in KINDS:
         fail(f"unknown kind {value!r}; expected one of {', '.join(KINDS)}")
     return value
@@ -99,25 +122,29 @@ def search(
     query: Annotated[str, typer.Argument(help="What to recall.")],
     namespace: Namespaces = None,
     kind: Annotated[list[str] | None, typer.Option("--kind", help="Only these kinds.")] = None,
-    status: Annotated[str, typer.Option(help="active, superseded or any.")] = "active",
+    include_superseded: Annotated[
+        bool,
+        typer.Option("--include-superseded", help="Also rows phi no longer believes."),
+    ] = False,
     author: Annotated[str | None, typer.Option(help="Only rows about this DID.")] = None,
     since: Annotated[str | None, typer.Option(help="Created at or after (ISO 8601).")] = None,
     until: Annotated[str | None, typer.Option(help="Created before (ISO 8601).")] = None,
     limit: Annotated[int, typer.Option(help="How many rows.")] = 10,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """Hybrid recall over memory (dense + BM25, graph-expanded, recency-aware)."""
-    chosen_status: Status | None = None if status == "any" else status  # type: ignore[assignment]
     start, end = parse_time(since, "--since"), parse_time(until, "--until")
+    kinds = [_kind(k) for k in kind or ()] or None
 
     async def go() -> list[Recalled]:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             return await memory.search(
                 query,
                 namespace=namespace or None,
-                kinds=[_kind(k) for k in kind or ()] or None,
-                status=chosen_status,
+                kinds=kinds,
+                status=None if include_superseded else "active",
                 author=author,
                 since=start,
                 until=end,
@@ -132,12 +159,13 @@ def search(
 def show(
     row_id: Annotated[str, typer.Argument(help="Row id.")],
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """One row and the rows linked to it."""
 
     async def go() -> tuple[Row, list[Any]]:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             return await memory.get(row_id), await memory.neighbors(row_id)
 
     row, neighbours = run(go)
@@ -168,15 +196,20 @@ def show(
 def preload(
     hint: Annotated[str, typer.Argument(help="What the session is about.")],
     namespace: Namespaces = None,
-    budget: Annotated[int, typer.Option(help="Token budget of the window.")] = 1500,
+    budget_tokens: Annotated[
+        int, typer.Option("--budget-tokens", help="Token budget of the window.")
+    ] = 1500,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """The context window a session would start with."""
 
     async def go() -> Any:
-        async with open_memory(db) as memory:
-            return await memory.preload(hint, namespace=namespace or None, budget_tokens=budget)
+        async with open_memory(db, sandbox=sandbox) as memory:
+            return await memory.preload(
+                hint, namespace=namespace or None, budget_tokens=budget_tokens
+            )
 
     window = run(go)
     if as_json:
@@ -187,12 +220,13 @@ def preload(
 
 
 @memory_app.command("stats")
-def stats(db: Db = None, as_json: AsJson = False) -> None:
+def stats(db: Db = None, sandbox: InSandbox = False, as_json: AsJson = False) -> None:
     """What the store holds (rows, edges, namespaces, embedding model, size) and what
     its language-model passes cost (calls and tokens per pass)."""
+    from phi.memory.learning import model_usage
 
     async def go() -> tuple[Any, Any, Any]:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             return await memory.stats(), await memory.namespaces(), await model_usage(memory)
 
     summary, namespaces, usage = run(go)
@@ -232,6 +266,8 @@ def stats(db: Db = None, as_json: AsJson = False) -> None:
         return
     for key in ("location", "backend", "embedding", "rows", "edges", "namespaces", "size_bytes"):
         console.print(f"[bold]{key}[/]: {data[key]}", highlight=False)
+    from rich.table import Table
+
     table = Table("namespace", "rows", "active", "kinds")
     for n in namespaces:
         table.add_row(
@@ -260,12 +296,17 @@ def export(
         Path | None, typer.Option("--output", "-o", help="File (default: stdout).")
     ] = None,
     db: Db = None,
+    sandbox: InSandbox = False,
 ) -> None:
     """Every row as JSON lines, oldest first (superseded rows included)."""
+    if output is not None and not output.parent.is_dir():
+        fail(f"cannot write {str(output)!r}: the folder {str(output.parent)!r} does not exist")
+    if output is not None and output.is_dir():
+        fail(f"cannot write {str(output)!r}: it is a folder; give a file name")
 
     async def go() -> int:
         count = 0
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             with output.open("w") if output else _stdout() as fh:
                 async for row in memory.export(namespace=namespace or None, status=None):
                     fh.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")
@@ -274,7 +315,7 @@ def export(
 
     count = run(go)
     if output:
-        console.print(f"exported {count} rows to {output}")
+        console.print(f"exported {plural(count, 'row')} to {output}", highlight=False)
 
 
 def _stdout() -> Any:
@@ -286,8 +327,9 @@ def forget(
     namespace: Annotated[
         str, typer.Argument(help="The namespace to erase, e.g. phi-users-did:plc:…")
     ],
-    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+    yes: Yes = False,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """Erase a namespace for good (a person asked to be forgotten). The only hard delete.
@@ -295,11 +337,10 @@ def forget(
     For a person's namespace, rows derived from them elsewhere go too; public records
     already published on phi's PDS from erased rows are listed for you to delete.
     """
-    if not yes and not typer.confirm(f"erase every row of {namespace!r}? this cannot be undone"):
-        raise typer.Exit(1)
+    confirm_erase(f"every row of {namespace!r}", yes=yes)
 
     async def go() -> Any:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             return await memory.forget(namespace)
 
     report = run(go)
@@ -316,11 +357,14 @@ def forget(
         )
     else:
         kinds = ", ".join(f"{n} {k}" for k, n in report.kinds.items())
-        edges = f"{report.edges} edge" + ("" if report.edges == 1 else "s")
-        console.print(f"erased {report.namespace}: {report.rows} rows ({kinds}) and {edges}")
+        console.print(
+            f"erased {report.namespace}: {plural(report.rows, 'row')} ({kinds}) and "
+            f"{plural(report.edges, 'edge')}",
+            highlight=False,
+        )
         if report.derived:
             where = ", ".join(f"{n} in {ns}" for ns, n in report.derived.items())
-            console.print(f"  including rows derived from them elsewhere: {where}")
+            console.print(f"  including rows derived from them elsewhere: {where}", highlight=False)
         if report.published:
             console.print(
                 "  still on phi's PDS, published from erased rows; delete them yourself:",

@@ -6,29 +6,33 @@ call. Commands that write take `--dry-run`, which shows the decisions and writes
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from pydantic_ai.models import Model
 
-from phi import llm
-from phi.cli._edge import console, emit_json, fail, open_memory, run
-from phi.cli.memory import AsJson, Db, memory_app
-from phi.config import Settings
-from phi.errors import UserError as PhiUserError
-from phi.memory import Memory, Row
-from phi.memory.learning import (
-    Block,
-    Blocks,
-    SmallModel,
-    extract,
-    model_usage,
-    refresh_summaries,
-    review,
-    synthesize_episodic,
+from phi.cli._edge import (
+    AsJson,
+    Db,
+    InSandbox,
+    Yes,
+    confirm_erase,
+    console,
+    emit_json,
+    fail,
+    open_memory,
+    plural,
+    run,
+    settings,
 )
-from phi.memory.learning.extract import ExtractReport
-from phi.memory.learning.review import ReviewOutcome
+from phi.cli.memory import memory_app
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+    from phi.memory import Memory, Row
+    from phi.memory.learning import Block, Blocks, SmallModel
+    from phi.memory.learning.extract import ExtractReport
+    from phi.memory.learning.review import ReviewOutcome
 
 T = TypeVar("T")
 
@@ -45,7 +49,10 @@ memory_app.add_typer(blocks_app, name="blocks")
 def resolve_model() -> Model:
     """The model of memory's small passes, from `PHI_MEMORY_MODEL` (exit 2 when unset),
     resolved as the runtime resolves it (`local` is the bundled SmolLM2)."""
-    name = Settings().memory_model
+    from phi import llm
+    from phi.errors import UserError as PhiUserError
+
+    name = settings().memory_model
     if not name:
         fail(
             "no language model for memory's learning passes: set PHI_MEMORY_MODEL to a "
@@ -57,12 +64,16 @@ def resolve_model() -> Model:
         fail(f"PHI_MEMORY_MODEL {name!r} cannot be used: {exc}")
 
 
-def with_model(db: str | None, fn: Callable[[Memory, SmallModel], Awaitable[T]]) -> T:
+def with_model(
+    db: str | None, sandbox: bool, fn: Callable[[Memory, SmallModel], Awaitable[T]]
+) -> T:
     """Resolve the model, open memory, and run one pass."""
+    from phi.memory.learning import SmallModel
+
     model = resolve_model()
 
     async def go() -> T:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             return await fn(memory, SmallModel(model=model, memory=memory))
 
     return run(go)
@@ -96,11 +107,15 @@ def extract_command(
     batch: Annotated[int, typer.Option(help="Interactions per extraction call.")] = 20,
     dry_run: DryRun = False,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """Learn observations from unprocessed interactions (extraction + reconciliation)."""
+    from phi.memory.learning import extract
+
     report = with_model(
         db,
+        sandbox,
         lambda memory, model: extract(
             memory, model, namespace=namespace, limit=limit, batch_size=batch, dry_run=dry_run
         ),
@@ -126,11 +141,15 @@ def review_command(
     recent: Annotated[int, typer.Option(help="Newest observations per person.")] = 20,
     dry_run: DryRun = False,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """Dream/distill: keep, supersede or promote recent observations."""
+    from phi.memory.learning import review
+
     outcomes = with_model(
         db,
+        sandbox,
         lambda memory, model: review(
             memory, model, namespace=namespace, recent=recent, dry_run=dry_run
         ),
@@ -147,11 +166,15 @@ def summarize_command(
     min_new: Annotated[int, typer.Option(help="New exchanges needed for a refresh.")] = 5,
     dry_run: DryRun = False,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """Refresh relationship summaries where enough new exchanges arrived."""
+    from phi.memory.learning import refresh_summaries
+
     reports = with_model(
         db,
+        sandbox,
         lambda memory, model: refresh_summaries(
             memory, model, namespace=namespace, min_new=min_new, dry_run=dry_run
         ),
@@ -177,11 +200,15 @@ def synthesize_command(
     goal: Annotated[list[str] | None, typer.Option("--goal", help="phi's goal (repeat).")] = None,
     limit: Annotated[int, typer.Option(help="Episodic candidates.")] = 8,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """One coherent block from phi's episodic notes about QUERY (cached per signature)."""
+    from phi.memory.learning import synthesize_episodic
+
     found = with_model(
         db,
+        sandbox,
         lambda memory, model: synthesize_episodic(
             memory, model, query, goals=goal or (), limit=limit
         ),
@@ -196,12 +223,13 @@ def synthesize_command(
 def history_command(
     row_id: Annotated[str, typer.Argument(help="Any row of the chain.")],
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """What phi believed and when: a row's supersession chain, oldest first, with sources."""
 
     async def go() -> list[Row]:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             return await memory.history(row_id)
 
     chain = run(go)
@@ -221,11 +249,12 @@ def history_command(
 
 
 @memory_app.command("usage")
-def usage_command(db: Db = None, as_json: AsJson = False) -> None:
+def usage_command(db: Db = None, sandbox: InSandbox = False, as_json: AsJson = False) -> None:
     """Language-model calls and tokens per learning pass."""
+    from phi.memory.learning import model_usage
 
     async def go() -> list[Any]:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             return await model_usage(memory)
 
     totals = run(go)
@@ -243,10 +272,18 @@ def usage_command(db: Db = None, as_json: AsJson = False) -> None:
 
 
 def _block_command(
-    db: str | None, as_json: bool, fn: Callable[[Blocks], Awaitable[Block]], dry_run: bool
+    db: str | None,
+    sandbox: bool,
+    as_json: bool,
+    fn: Callable[[Blocks], Awaitable[Block]],
+    dry_run: bool,
+    *,
+    writes: bool,
 ) -> None:
+    from phi.memory.learning import Blocks
+
     async def go() -> Block:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox, creates=writes and not dry_run) as memory:
             return await fn(Blocks(memory=memory))
 
     block = run(go)
@@ -262,9 +299,11 @@ Label = Annotated[str, typer.Argument(help="persona, zeitgeist, humans or user:<
 
 
 @blocks_app.command("view")
-def blocks_view(label: Label, db: Db = None, as_json: AsJson = False) -> None:
+def blocks_view(
+    label: Label, db: Db = None, sandbox: InSandbox = False, as_json: AsJson = False
+) -> None:
     """Show a block."""
-    _block_command(db, as_json, lambda blocks: blocks.view(label), False)
+    _block_command(db, sandbox, as_json, lambda blocks: blocks.view(label), False, writes=False)
 
 
 @blocks_app.command("history")
@@ -272,12 +311,14 @@ def blocks_history(
     label: Label,
     limit: Annotated[int, typer.Option(min=1, max=20, help="Versions to show.")] = 20,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """A block's kept versions (the last 20 writes), newest first."""
+    from phi.memory.learning import Blocks
 
     async def go() -> list[Block]:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             return await Blocks(memory=memory).history(label, limit=limit)
 
     versions = run(go)
@@ -296,11 +337,12 @@ def blocks_history(
 
 
 @blocks_app.command("list")
-def blocks_list(db: Db = None, as_json: AsJson = False) -> None:
+def blocks_list(db: Db = None, sandbox: InSandbox = False, as_json: AsJson = False) -> None:
     """Every block: the core ones and each written user block."""
+    from phi.memory.learning import Blocks
 
     async def go() -> list[Block]:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             blocks = Blocks(memory=memory)
             return [await blocks.view(label) for label in await blocks.labels()]
 
@@ -318,10 +360,13 @@ def blocks_set(
     text: Annotated[str, typer.Argument(help="The whole new content.")],
     dry_run: DryRun = False,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """Replace a block's whole content."""
-    _block_command(db, as_json, lambda b: b.set(label, text, dry_run=dry_run), dry_run)
+    _block_command(
+        db, sandbox, as_json, lambda b: b.set(label, text, dry_run=dry_run), dry_run, writes=True
+    )
 
 
 @blocks_app.command("append")
@@ -330,10 +375,13 @@ def blocks_append(
     text: Annotated[str, typer.Argument(help="Text to add on a new line.")],
     dry_run: DryRun = False,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """Append a line to a block."""
-    _block_command(db, as_json, lambda b: b.append(label, text, dry_run=dry_run), dry_run)
+    _block_command(
+        db, sandbox, as_json, lambda b: b.append(label, text, dry_run=dry_run), dry_run, writes=True
+    )
 
 
 @blocks_app.command("replace")
@@ -343,24 +391,41 @@ def blocks_replace(
     new: Annotated[str, typer.Argument(help="Replacement.")],
     dry_run: DryRun = False,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """Replace text inside a block."""
-    _block_command(db, as_json, lambda b: b.replace(label, old, new, dry_run=dry_run), dry_run)
+    _block_command(
+        db,
+        sandbox,
+        as_json,
+        lambda b: b.replace(label, old, new, dry_run=dry_run),
+        dry_run,
+        writes=True,
+    )
 
 
 @blocks_app.command("forget")
 def blocks_forget(
     did: Annotated[str, typer.Argument(help="The person's DID.")],
-    yes: Annotated[bool, typer.Option("--yes", help="Confirm the erasure.")] = False,
+    yes: Yes = False,
     db: Db = None,
+    sandbox: InSandbox = False,
+    as_json: AsJson = False,
 ) -> None:
     """Erase a person's block and its versions for good (with `phi memory forget`)."""
-    if not yes:
-        fail(f"this erases the block of {did!r} for good; add --yes to confirm")
+    from phi.memory.learning import Blocks
+
+    confirm_erase(f"the block of {did!r} and its versions", yes=yes)
 
     async def go() -> int:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             return await Blocks(memory=memory).forget(did)
 
-    console.print(f"erased {run(go)} versions of the block of {did}", highlight=False)
+    versions = run(go)
+    if as_json:
+        emit_json({"did": did, "versions": versions})
+    else:
+        console.print(
+            f"erased {plural(versions, 'version')} of the block of {did}", highlight=False
+        )

@@ -7,17 +7,10 @@ import logging
 import sys
 from typing import Annotated, Literal
 
-import anyio
 import typer
 
-from phi.atproto import ClientConfig
-from phi.atproto.sandbox import Sandbox, SandboxConfig
-from phi.cli._edge import console, fail, run
-from phi.config import Settings
+from phi.cli._edge import console, fail, run, settings
 from phi.errors import UserError
-from phi.runtime.app import open_runtime
-from phi.runtime.main import serve_phi, stop_on_signals
-from phi.runtime.sandbox_run import sandbox_settings
 
 __all__ = ["prompt_command", "run_command"]
 
@@ -63,9 +56,16 @@ def run_command(
     until Ctrl-C or SIGTERM."""
     if log_format not in ("text", "json"):
         fail(f"--log-format {log_format!r}: use text or json")
-    settings = Settings()
+    if log_level.lower() not in ("debug", "info", "warning", "error"):
+        fail(f"--log-level {log_level!r}: use debug, info, warning or error")
+    import anyio
+
+    from phi.atproto import ClientConfig
+    from phi.runtime.main import serve_phi, stop_on_signals
+
+    current = settings()
     try:
-        account = ClientConfig.from_settings(settings)
+        account = ClientConfig.from_settings(current)
     except UserError as exc:
         fail(str(exc))
     configure_logging(log_format, log_level)  # type: ignore[arg-type]
@@ -75,7 +75,7 @@ def run_command(
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(stop_on_signals, stop)
-            await serve_phi(settings, account, emit=log.info, stop=stop)
+            await serve_phi(current, account, emit=log.info, stop=stop)
             tg.cancel_scope.cancel()
 
     run(main)
@@ -99,15 +99,20 @@ def prompt_command(
         fail("say --preview (the only mode): phi prompt --preview [--sandbox]")
     if entry not in ("notifications", "musing", "reflection"):
         fail(f"--entry {entry!r}: use notifications, musing or reflection")
-    settings = Settings()
+    from phi.atproto import ClientConfig
+    from phi.atproto.sandbox import Sandbox, SandboxConfig
+    from phi.runtime.app import open_runtime
+    from phi.runtime.sandbox_run import sandbox_settings
+
+    current = settings()
 
     async def main() -> str:
         if sandbox:
-            info = await Sandbox(SandboxConfig.from_settings(settings)).info()
-            local = sandbox_settings(settings, info)
+            info = await Sandbox(SandboxConfig.from_settings(current)).info()
+            local = sandbox_settings(current, info)
             config = info.client_config("phi", nsid_prefix=local.nsid_prefix)
         else:
-            local, config = settings, ClientConfig.from_settings(settings)
+            local, config = current, ClientConfig.from_settings(current)
         async with open_runtime(local, config) as runtime:
             return await runtime.preview(entry)  # type: ignore[arg-type]
 

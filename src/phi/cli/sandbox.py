@@ -5,20 +5,19 @@ Thin adapters over `phi.atproto.sandbox.Sandbox` and `PhiClient`: parse, call, p
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Annotated, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
-import anyio
 import typer
-from rich.markup import escape
 
-from phi.atproto import PhiClient
-from phi.atproto.sandbox import Sandbox, SandboxConfig, SandboxInfo, wait_for_indexing
-from phi.cli._edge import console, fail
-from phi.config import Settings
-from phi.errors import PhiError
-from phi.runtime.sandbox_run import DEFAULT_GREETING, sandbox_run
+from phi.cli._edge import AsJson, console, emit_json, fail, note, run, settings
+
+if TYPE_CHECKING:
+    from phi.atproto import PhiClient
+    from phi.atproto.sandbox import Sandbox, SandboxInfo
 
 __all__ = ["sandbox_app"]
 
@@ -29,18 +28,48 @@ sandbox_app = typer.Typer(
 
 T = TypeVar("T")
 
+TICK_SECONDS = 20.0
+"""How often a slow start says it is still going (the first one installs for minutes)."""
+
 
 def _sandbox() -> Sandbox:
-    return Sandbox(SandboxConfig.from_settings(Settings()))
+    from phi.atproto.sandbox import Sandbox, SandboxConfig
+
+    return Sandbox(SandboxConfig.from_settings(settings()))
 
 
-def _run(fn: Callable[[], Awaitable[T]]) -> T:
-    """Run one library call; a phi error becomes a one-line message and exit code 1."""
-    try:
-        return anyio.run(fn)
-    except PhiError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
+async def _up_with_progress(sandbox: Sandbox, say: Callable[[str], None]) -> SandboxInfo:
+    """`sandbox.up()`, saying every `TICK_SECONDS` that it is still going."""
+    import anyio
+
+    started = time.monotonic()
+
+    async def tick() -> None:
+        while True:
+            await anyio.sleep(TICK_SECONDS)
+            say(
+                f"still starting the network ({time.monotonic() - started:.0f} s; the first "
+                "start installs Node 22 and @atproto/dev-env, about 3-4 minutes)"
+            )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick)
+        info = await sandbox.up()
+        tg.cancel_scope.cancel()
+    return info
+
+
+def _info_json(info: SandboxInfo, cast_file: str) -> dict[str, object]:
+    return {
+        "pds_url": info.pds_url,
+        "appview_url": info.appview_url,
+        "plc_url": info.plc_url,
+        "cast_file": cast_file,
+        "accounts": {
+            name: {"handle": a.handle, "did": a.did, "app_password": a.app_password}
+            for name, a in info.accounts.items()
+        },
+    }
 
 
 def _print_info(info: SandboxInfo, cast_file: str) -> None:
@@ -53,37 +82,52 @@ def _print_info(info: SandboxInfo, cast_file: str) -> None:
 
 
 @sandbox_app.command()
-def up() -> None:
+def up(as_json: AsJson = False) -> None:
     """Start the network (installs Node 22 and @atproto/dev-env on first use)."""
     sandbox = _sandbox()
-    info = _run(sandbox.up)
-    _print_info(info, str(sandbox.cast_file))
+    info = run(lambda: _up_with_progress(sandbox, note))
+    if as_json:
+        emit_json({"state": "running", **_info_json(info, str(sandbox.cast_file))})
+    else:
+        _print_info(info, str(sandbox.cast_file))
 
 
 @sandbox_app.command()
-def down() -> None:
+def down(as_json: AsJson = False) -> None:
     """Stop the network."""
-    was_running = _run(_sandbox().down)
-    typer.echo("stopped" if was_running else "not running")
+    was_running = run(_sandbox().down)
+    if as_json:
+        emit_json({"stopped": was_running})
+    else:
+        typer.echo("stopped" if was_running else "not running")
 
 
 @sandbox_app.command()
-def status() -> None:
-    """Whether the network runs, with its URLs and accounts."""
+def status(as_json: AsJson = False) -> None:
+    """Whether the network runs, with its URLs and accounts (exit 1 unless running)."""
     sandbox = _sandbox()
-    current = _run(sandbox.status)
-    typer.echo(current.state)
-    if current.info is not None:
-        _print_info(current.info, str(sandbox.cast_file))
+    current = run(sandbox.status)
+    if as_json:
+        info = current.info
+        emit_json(
+            {"state": current.state}
+            | (_info_json(info, str(sandbox.cast_file)) if info is not None else {})
+        )
+    else:
+        typer.echo(current.state)
+        if current.info is not None:
+            _print_info(current.info, str(sandbox.cast_file))
     if current.state != "running":
         raise typer.Exit(1)
 
 
 async def _as(name: str, action: Callable[[PhiClient], Awaitable[str]]) -> str:
-    settings = Settings()
-    sandbox = Sandbox(SandboxConfig.from_settings(settings))
-    info = await sandbox.info()
-    async with PhiClient(info.client_config(name, nsid_prefix=settings.nsid_prefix)) as client:
+    from phi.atproto import PhiClient
+    from phi.atproto.sandbox import wait_for_indexing
+
+    current = settings()
+    info = await _sandbox().info()
+    async with PhiClient(info.client_config(name, nsid_prefix=current.nsid_prefix)) as client:
         result = await action(client)
     # Let the AppView index the write so phi (and the next command) sees it.
     await wait_for_indexing(info.hook_url)
@@ -102,7 +146,7 @@ def say(
         refs = await client.post(text, reply_to=reply_to)
         return "\n".join(ref.uri for ref in refs)
 
-    typer.echo(_run(lambda: _as(name, action)))
+    typer.echo(run(lambda: _as(name, action)))
 
 
 @sandbox_app.command()
@@ -115,7 +159,7 @@ def like(
     async def action(client: PhiClient) -> str:
         return (await client.like(uri)).uri
 
-    typer.echo(_run(lambda: _as(name, action)))
+    typer.echo(run(lambda: _as(name, action)))
 
 
 @sandbox_app.command()
@@ -128,7 +172,7 @@ def follow(
     async def action(client: PhiClient) -> str:
         return (await client.follow(handle)).uri
 
-    typer.echo(_run(lambda: _as(name, action)))
+    typer.echo(run(lambda: _as(name, action)))
 
 
 @sandbox_app.command()
@@ -138,14 +182,15 @@ def wait() -> None:
     async def action() -> None:
         await _sandbox().wait_for_indexing()
 
-    _run(action)
+    run(action)
 
 
 @sandbox_app.command("run")
 def run_phi(
     greeting: Annotated[
-        str, typer.Option(help="What alice says to open the conversation.")
-    ] = DEFAULT_GREETING,
+        str | None,
+        typer.Option(help="What alice says to open the conversation (default: a greeting)."),
+    ] = None,
     until_reply: Annotated[
         bool, typer.Option("--until-reply", help="Stop after phi has handled alice's opening post.")
     ] = False,
@@ -153,6 +198,10 @@ def run_phi(
 ) -> None:
     """Start the network, run phi on it with the offline defaults, have alice talk to phi,
     and stream what phi does (Ctrl-C stops phi; the network keeps running)."""
+    from rich.markup import escape
+
+    from phi.runtime.sandbox_run import DEFAULT_GREETING, sandbox_run
+
     if poll <= 0:
         fail(f"--poll must be positive, got {poll}")
 
@@ -160,9 +209,32 @@ def run_phi(
         stamp = datetime.now().strftime("%H:%M:%S")
         console.print(f"[dim]{stamp}[/] {escape(line)}", highlight=False, soft_wrap=True)
 
-    settings = Settings()
-    _run(
-        lambda: sandbox_run(
-            settings, emit=emit, greeting=greeting, until_reply=until_reply, poll_seconds=poll
+    current = settings()
+    sandbox = _sandbox()
+
+    async def go() -> None:
+        # Started here first, with progress lines, so a first run's install is not minutes
+        # of silence; `sandbox_run` then finds the network up.
+        if (await sandbox.status()).state != "running":
+            emit(
+                "bringing up the local AT Protocol network (about 15 s; the first time it "
+                f"installs Node 22 and @atproto/dev-env, 3-4 minutes, a line every "
+                f"{TICK_SECONDS:.0f} s)"
+            )
+        await _up_with_progress(sandbox, emit)
+        await sandbox_run(
+            current,
+            emit=emit,
+            greeting=greeting or DEFAULT_GREETING,
+            until_reply=until_reply,
+            poll_seconds=poll,
         )
-    )
+
+    try:
+        run(go)
+    finally:
+        if Path(current.sandbox_memory_url()).exists():
+            emit(
+                f"this run's memory: {current.sandbox_memory_url()} "
+                "(read it with phi memory stats --sandbox, or phi web --sandbox)"
+            )

@@ -31,7 +31,7 @@ def sandbox_settings(settings: Settings, info: SandboxInfo, **update: object) ->
     apart) and the cast's operator as owner."""
     return settings.model_copy(
         update={
-            "memory_url": settings.memory_url or str(settings.home / "sandbox-memory.db"),
+            "memory_url": settings.sandbox_memory_url(),
             "owner_handle": info.account("operator").handle,
             **update,
         }

@@ -79,6 +79,10 @@ def create_app(
         summary="phi's memory: search, rows, history, people and the graph.",
         version="0.1.0",
         lifespan=lifespan,
+        # FastAPI's /docs and /redoc load their scripts from a CDN: blank offline. /docs is
+        # our own page over /openapi.json instead (static/docs.html, nothing fetched).
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.token = token or None
     app.state.token_for_reads = token_for_reads
@@ -92,6 +96,10 @@ def create_app(
     @app.get("/memory", include_in_schema=False)
     async def memory_page() -> FileResponse:
         return FileResponse(STATIC / "memory.html")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs_page() -> FileResponse:
+        return FileResponse(STATIC / "docs.html")
 
     @app.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:
