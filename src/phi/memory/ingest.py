@@ -1,7 +1,7 @@
 """The write path: validate, deduplicate, embed, link, store — all or nothing.
 
 Deduplication is looked up first (so a repeated write costs no embedding) and decided
-again by the store inside its write transaction (`Store.write` is an idempotent upsert),
+again by the store inside its write transaction (`RowStore.write` is an idempotent upsert),
 so two processes writing the same text at once still make one row.
 
 Edges are made here, not by the store, so every backend gets the same graph:
@@ -34,7 +34,7 @@ from phi.memory.model import (
     utc_now,
     validate_namespace,
 )
-from phi.memory.store.base import RowFilter, RowWrite, Store
+from phi.memory.store.base import RowFilter, RowStore, RowWrite
 
 __all__ = ["IngestPolicy", "extract_refs", "write_rows"]
 
@@ -115,7 +115,7 @@ def _build_row(item: NewRow, now: datetime) -> Row:
 
 
 async def write_rows(
-    store: Store, embedder: Embedder, items: Sequence[NewRow], *, policy: IngestPolicy
+    store: RowStore, embedder: Embedder, items: Sequence[NewRow], *, policy: IngestPolicy
 ) -> list[Row]:
     """Write `items`, returning one row per item (an existing row for a repeated write)."""
     for item in items:
@@ -154,7 +154,7 @@ async def write_rows(
 
 
 async def _superseded(
-    store: Store, items: Sequence[NewRow], rows: Sequence[Row]
+    store: RowStore, items: Sequence[NewRow], rows: Sequence[Row]
 ) -> list[tuple[str, str]]:
     """`(new, old)` pairs for items that supersede a row, after checking the old rows."""
     pairs = [
@@ -191,7 +191,7 @@ def _row_refs(row: Row, policy: IngestPolicy) -> list[str]:
 
 
 async def _link(
-    store: Store, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy
+    store: RowStore, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy
 ) -> list[Edge]:
     edges: list[Edge] = []
     edges += await _temporal_edges(store, rows)
@@ -210,7 +210,7 @@ def _temporal_scopes(row: Row) -> list[tuple[str, str | None]]:
     return [(row.namespace, thread), (row.namespace, None)] if thread else [(row.namespace, None)]
 
 
-async def _temporal_edges(store: Store, rows: Sequence[Row]) -> list[Edge]:
+async def _temporal_edges(store: RowStore, rows: Sequence[Row]) -> list[Edge]:
     """Link each row to the previous row of its thread and of its namespace."""
     # The stored predecessor of each scope's first row in the batch, in one query.
     first: dict[tuple[str, str | None], Row] = {}
@@ -247,7 +247,7 @@ async def _temporal_edges(store: Store, rows: Sequence[Row]) -> list[Edge]:
 
 
 async def _semantic_edges(
-    store: Store, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy
+    store: RowStore, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy
 ) -> list[Edge]:
     if policy.semantic_neighbours <= 0:
         return []
@@ -273,7 +273,9 @@ async def _semantic_edges(
     return edges
 
 
-async def _reference_edges(store: Store, rows: Sequence[Row], policy: IngestPolicy) -> list[Edge]:
+async def _reference_edges(
+    store: RowStore, rows: Sequence[Row], policy: IngestPolicy
+) -> list[Edge]:
     if policy.reference_links <= 0:
         return []
     refs_by_row = {r.row_id: _row_refs(r, policy) for r in rows}

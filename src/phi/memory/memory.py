@@ -1,5 +1,11 @@
 """`Memory`: the engine's one public object. Every surface (CLI, agent, MCP, web) calls it.
 
+It is the only door to the backend: code outside `phi.memory` never touches `store`
+(tests/test_layers.py checks). Besides its own methods it hands out small facades:
+`state` (versioned key/value state), and `phi.memory.views` reads the person and graph
+data the web page shows. Inside the engine, `rows` (`RowStore`) serves ingest, recall and
+preload, and `ledger` (`Ledger`) the learning passes' bookkeeping.
+
 async with Memory.open("~/.phi/memory.db") as memory:
     await memory.remember("likes rust", namespace=user_namespace(did), kind="observation")
     hits = await memory.search("what language does she like?", namespace=...)
@@ -21,9 +27,11 @@ from phi.errors import InvalidInput, NamespaceNotFound, RowNotFound
 from phi.memory.embed import Embedder, MiniLMEmbedder
 from phi.memory.ingest import IngestPolicy, write_rows
 from phi.memory.model import (
+    BLOCK_SCOPE,
     MAX_CONTENT_CHARS,
     STATUSES,
     TRUST_OF_KIND,
+    USER_BLOCK_PREFIX,
     USER_NAMESPACE_PREFIX,
     Edge,
     EdgeType,
@@ -39,11 +47,14 @@ from phi.memory.model import (
 )
 from phi.memory.preload import ContextWindow, build_window
 from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe, recall
+from phi.memory.state import KeyValueState
 from phi.memory.store import (
     EmbeddingSpec,
     ForgetReport,
+    Ledger,
     NamespaceInfo,
     RowFilter,
+    RowStore,
     Store,
     StoreStats,
 )
@@ -108,6 +119,24 @@ class Memory:
         tb: TracebackType | None,
     ) -> None:
         await self.store.close()
+
+    @property
+    def rows(self) -> RowStore:
+        """The backend's rows, edges, vectors and text: for the engine's own modules
+        (ingest, recall, preload, the learning passes), never for code outside `phi.memory`."""
+        return self.store
+
+    @property
+    def ledger(self) -> Ledger:
+        """The backend's bookkeeping (learning marks, state, the model-call log): for the
+        learning passes, never for code outside `phi.memory`."""
+        return self.store
+
+    @property
+    def state(self) -> KeyValueState:
+        """Versioned key/value state for callers outside the engine (the owner gate's
+        requests, a persisted rate limit): the one door to the ledger's state."""
+        return KeyValueState(ledger=self.store)
 
     async def _check_embedder(self) -> None:
         await self.store.bind_embedding(
@@ -440,10 +469,8 @@ class Memory:
         author: str | None = None
         state: list[tuple[str, str]] = []
         if namespace.startswith(USER_NAMESPACE_PREFIX):
-            from phi.memory.learning.blocks import BLOCK_SCOPE  # the learning layer sits above
-
             author = namespace.removeprefix(USER_NAMESPACE_PREFIX)
-            state.append((BLOCK_SCOPE, f"user:{author}"))
+            state.append((BLOCK_SCOPE, f"{USER_BLOCK_PREFIX}{author}"))
         report = await self.store.forget(namespace, author=author, state=state)
         if report.state:
             report = dataclasses.replace(

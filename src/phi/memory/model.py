@@ -21,12 +21,14 @@ from typing import Any, Final, Literal, get_args
 from phi.errors import InvalidInput
 
 __all__ = [
+    "BLOCK_SCOPE",
     "EDGE_TYPES",
     "KINDS",
     "MAX_CONTENT_CHARS",
     "MAX_TAGS",
     "STATUSES",
     "TRUST_OF_KIND",
+    "USER_BLOCK_PREFIX",
     "USER_NAMESPACE_PREFIX",
     "Edge",
     "EdgeType",
@@ -38,6 +40,7 @@ __all__ = [
     "Turn",
     "content_hash",
     "new_row_id",
+    "user_label",
     "user_namespace",
     "validate_namespace",
 ]
@@ -65,6 +68,11 @@ TRUST_OF_KIND: Final[Mapping[Kind, Trust]] = {
 
 USER_NAMESPACE_PREFIX: Final = "phi-users-"
 """One namespace per person, keyed by DID."""
+BLOCK_SCOPE: Final = "block"
+"""The ledger scope of blocks (`phi.memory.learning.blocks`). Named here, below both the
+blocks and `Memory`, because `Memory.forget` erases a person's block with their rows."""
+USER_BLOCK_PREFIX: Final = "user:"
+"""A person's block is labelled `user:{did}`."""
 
 MAX_CONTENT_CHARS: Final = 20_000
 """Longer text belongs in several rows: one embedding cannot represent it anyway."""
@@ -170,6 +178,12 @@ def user_namespace(did: str) -> str:
     if not _DID_RE.match(did):
         raise InvalidInput(f"not a DID: {did!r} (expected e.g. 'did:plc:abc123')")
     return f"{USER_NAMESPACE_PREFIX}{did}"
+
+
+def user_label(did: str) -> str:
+    """The label of one person's block (by DID, which survives handle changes)."""
+    user_namespace(did)  # validates the DID
+    return f"{USER_BLOCK_PREFIX}{did}"
 
 
 def validate_namespace(namespace: str) -> str:

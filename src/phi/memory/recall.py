@@ -2,7 +2,7 @@
 
 The pieces that decide a ranking are pure functions (`query_terms`, `fuse_max_normalised`,
 `smooth_scores`, `recency_factor`), tested without a database. `recall` wires them to a
-`Store`; every surface (the agent's `recall` tool, preload, MCP, the web API, the LoCoMo
+`RowStore`; every surface (the agent's `recall` tool, preload, MCP, the web API, the LoCoMo
 benchmark) goes through it.
 """
 
@@ -19,7 +19,7 @@ from typing import Final, Literal
 from phi.memory._stopwords import STOPWORDS
 from phi.memory.embed import Embedder
 from phi.memory.model import EdgeType, Row
-from phi.memory.store.base import Hit, HybridQuery, RowFilter, Store, row_matches
+from phi.memory.store.base import Hit, HybridQuery, RowFilter, RowStore, row_matches
 
 __all__ = [
     "DEFAULT_RECIPE",
@@ -156,7 +156,7 @@ def recency_factor(age_seconds: float, *, weight: float, half_life_days: float) 
 
 
 async def recall(
-    store: Store,
+    store: RowStore,
     embedder: Embedder,
     query: str,
     where: RowFilter,

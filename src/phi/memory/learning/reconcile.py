@@ -139,12 +139,12 @@ def _checker(count: int) -> Callable[[ReconcileAnswer], str | None]:
 
 async def _candidates(memory: Memory, proposal: Proposal, limit: int) -> list[tuple[Row, float]]:
     (vector,) = await memory.embedder.embed([proposal.content])
-    hits = await memory.store.vector_search(
+    hits = await memory.rows.vector_search(
         vector,
         RowFilter(namespaces=(proposal.namespace,), kinds=("observation",)),
         limit=limit,
     )
-    rows = {r.row_id: r for r in await memory.store.get_rows([h.row_id for h in hits])}
+    rows = {r.row_id: r for r in await memory.rows.get_rows([h.row_id for h in hits])}
     return [(rows[h.row_id], h.score) for h in hits if h.row_id in rows]
 
 

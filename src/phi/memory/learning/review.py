@@ -22,10 +22,9 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, Field
 
 from phi.memory.learning._text import clean_tags
-from phi.memory.learning.extract import USER_PREFIX
 from phi.memory.learning.usage import SmallModel
 from phi.memory.memory import Memory
-from phi.memory.model import Edge, Row, utc_now
+from phi.memory.model import USER_NAMESPACE_PREFIX, Edge, Row, utc_now
 from phi.memory.store.base import DERIVED_FROM, RowFilter
 
 __all__ = ["PUBLIC", "ReviewAnswer", "ReviewOutcome", "Verdict", "review"]
@@ -110,7 +109,7 @@ async def _apply(memory: Memory, outcome: ReviewOutcome) -> ReviewOutcome:
             meta={"learned_by": "review"},
         )
     elif outcome.verdict == "supersede":
-        await memory.store.set_status([row.row_id], "superseded", at=utc_now())
+        await memory.rows.set_status([row.row_id], "superseded", at=utc_now())
     elif outcome.verdict == "promote" and text:
         written = await memory.remember(
             text,
@@ -122,14 +121,14 @@ async def _apply(memory: Memory, outcome: ReviewOutcome) -> ReviewOutcome:
             author=row.author,
             meta={"learned_by": "review", "promoted_from": row.row_id, DERIVED_FROM: [row.row_id]},
         )
-        await memory.store.add_edges([Edge(src=row.row_id, dst=written.row_id, edge_type="causal")])
+        await memory.rows.add_edges([Edge(src=row.row_id, dst=written.row_id, edge_type="causal")])
     return ReviewOutcome(row=row, verdict=outcome.verdict, text=text, written=written)
 
 
 async def _review_namespace(
     memory: Memory, model: SmallModel, namespace: str, *, recent: int, dry_run: bool
 ) -> list[ReviewOutcome]:
-    rows = await memory.store.latest(
+    rows = await memory.rows.latest(
         RowFilter(namespaces=(namespace,), kinds=("observation",)), limit=recent
     )
     if not rows:
@@ -172,7 +171,7 @@ async def review(
     if namespace is not None:
         names = [namespace]
     else:
-        names = [info.namespace for info in await memory.namespaces(prefix=USER_PREFIX)]
+        names = [info.namespace for info in await memory.namespaces(prefix=USER_NAMESPACE_PREFIX)]
     outcomes: list[ReviewOutcome] = []
     for name in names:
         outcomes += await _review_namespace(memory, model, name, recent=recent, dry_run=dry_run)

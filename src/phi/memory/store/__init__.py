@@ -1,4 +1,7 @@
-"""Memory backends behind one `Store` protocol."""
+"""Memory backends behind two small protocols: `RowStore` (rows, edges, vectors, text)
+and `Ledger` (learning marks, versioned key/value state, the model-call log). A backend
+object provides both (`Store`). Only `phi.memory` imports this package: everything else
+goes through `Memory` and its facades."""
 
 from pathlib import Path
 
@@ -11,10 +14,12 @@ from phi.memory.store.base import (
     Hit,
     NamespaceInfo,
     RowFilter,
+    RowStore,
     RowWrite,
     Store,
     StoreStats,
 )
+from phi.memory.store.ledger import Ledger, ModelCallRecord, StateEntry, UsageTotals
 from phi.memory.store.sqlite import SQLiteStore
 
 __all__ = [
@@ -23,12 +28,17 @@ __all__ = [
     "EmbeddingSpec",
     "ForgetReport",
     "Hit",
+    "Ledger",
+    "ModelCallRecord",
     "NamespaceInfo",
     "RowFilter",
+    "RowStore",
     "RowWrite",
     "SQLiteStore",
+    "StateEntry",
     "Store",
     "StoreStats",
+    "UsageTotals",
     "open_store",
 ]
 
