@@ -1,4 +1,4 @@
-"""The SQLite store: the conformance suite, plus what only a file can do."""
+"""The SQLite store: both conformance suites (rows and ledger), plus what only a file can do."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
 
 
 class TestSQLiteConformance(StoreConformance):
-    pass
+    """`RowStoreConformance` and `LedgerConformance`, the ledger being the same file."""
 
 
 async def test_blank_database_is_migrated_to_the_schema(tmp_path: Path) -> None:
