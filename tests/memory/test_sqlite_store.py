@@ -10,7 +10,7 @@ import apsw
 import pytest
 
 from phi.errors import StoreError
-from phi.memory import Memory, MiniLMEmbedder
+from phi.memory import Memory, MiniLMEmbedder, NewRow
 from phi.memory.learning.blocks import Blocks, user_label
 from phi.memory.store import RowFilter, SQLiteStore, Store
 from tests.memory.conformance import CONFORMANCE_SPEC, StoreConformance, make_row, vec, w
@@ -125,7 +125,9 @@ async def test_forget_failing_inside_its_transaction_leaves_the_person_whole(
     namespace = f"phi-users-{did}"
     async with Memory.open(tmp_path / "m.db", embedder=minilm) as memory:
         rows = [
-            await memory.remember(f"fact {i} about alice", namespace=namespace, author=did)
+            await memory.remember(
+                NewRow(content=f"fact {i} about alice", namespace=namespace, author=did)
+            )
             for i in range(3)
         ]
         await Blocks(memory=memory).set(user_label(did), "alice likes crows")

@@ -117,7 +117,7 @@ def interaction_rows(sample: dict[str, Any], namespace: str) -> list[NewRow]:
     for number, when, turns in _sessions(sample["conversation"]):
         for turn in turns:
             rows.append(
-                Memory.interaction_row(
+                NewRow.interaction(
                     [Turn(speaker=turn["speaker"], text=turn["text"])],
                     namespace=namespace,
                     created_at=when,

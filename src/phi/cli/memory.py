@@ -12,7 +12,7 @@ import typer
 from rich.table import Table
 
 from phi.cli._edge import console, emit_json, fail, open_memory, parse_time, read_text, run
-from phi.memory import Kind, Recalled, Row
+from phi.memory import Kind, NewRow, Recalled, Row
 from phi.memory.learning import model_usage
 from phi.memory.model import KINDS, Status
 from phi.memory.preload import format_age
@@ -74,12 +74,14 @@ def add(
     async def go() -> Row:
         async with open_memory(db) as memory:
             return await memory.remember(
-                content,
-                namespace=namespace,
-                kind=_kind(kind),
-                tags=tag or (),
-                source_uris=source or (),
-                author=author,
+                NewRow(
+                    content=content,
+                    namespace=namespace,
+                    kind=_kind(kind),
+                    tags=tag or (),
+                    source_uris=source or (),
+                    author=author,
+                )
             )
 
     row = run(go)

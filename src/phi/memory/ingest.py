@@ -78,7 +78,7 @@ def _validate(item: NewRow) -> None:
     validate_namespace(item.namespace)
     if item.kind not in KINDS:
         raise InvalidInput(f"unknown kind {item.kind!r}; expected one of {', '.join(KINDS)}")
-    if item.trust not in TRUSTS:
+    if item.trust is not None and item.trust not in TRUSTS:
         raise InvalidInput(f"unknown trust {item.trust!r}; expected one of {', '.join(TRUSTS)}")
     if not item.content.strip():
         raise InvalidInput(f"empty content for namespace {item.namespace!r}; nothing to remember")
@@ -103,13 +103,13 @@ def _build_row(item: NewRow, now: datetime) -> Row:
         content=item.content,
         status=item.status,
         supersedes=item.supersedes,
-        trust=item.trust,
+        trust=item.resolved_trust,
         tags=tuple(item.tags),
         source_uris=tuple(dict.fromkeys(item.source_uris)),
         author=item.author,
         created_at=ensure_utc(item.created_at) if item.created_at else now,
         updated_at=now,
-        meta=dict(item.meta),
+        meta=item.resolved_meta,
         content_hash=content_hash(item.kind, item.content, item.source_uris),
     )
 

@@ -7,19 +7,21 @@ data the web page shows. Inside the engine, `rows` (`RowStore`) serves ingest, r
 preload, and `ledger` (`Ledger`) the learning passes' bookkeeping.
 
 async with Memory.open("~/.phi/memory.db") as memory:
-    await memory.remember("likes rust", namespace=user_namespace(did), kind="observation")
+    await memory.remember(
+        NewRow(content="likes rust", namespace=user_namespace(did), kind="observation")
+    )
     hits = await memory.search("what language does she like?", namespace=...)
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
 import anyio
 
@@ -28,9 +30,7 @@ from phi.memory.embed import Embedder, MiniLMEmbedder
 from phi.memory.ingest import IngestPolicy, write_rows
 from phi.memory.model import (
     BLOCK_SCOPE,
-    MAX_CONTENT_CHARS,
     STATUSES,
-    TRUST_OF_KIND,
     USER_BLOCK_PREFIX,
     USER_NAMESPACE_PREFIX,
     Edge,
@@ -39,8 +39,6 @@ from phi.memory.model import (
     NewRow,
     Row,
     Status,
-    Trust,
-    Turn,
     ensure_utc,
     utc_now,
     validate_namespace,
@@ -145,147 +143,16 @@ class Memory:
 
     # -- writing -------------------------------------------------------------------------
 
-    async def remember(
-        self,
-        content: str,
-        *,
-        namespace: str,
-        kind: Kind = "note",
-        trust: Trust | None = None,
-        tags: Sequence[str] = (),
-        source_uris: Sequence[str] = (),
-        author: str | None = None,
-        created_at: datetime | None = None,
-        thread: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        supersedes: str | None = None,
-    ) -> Row:
-        """Store one row (or return the existing one: the same text and sources make one row)."""
-        (row,) = await self.remember_many(
-            [
-                self.new_row(
-                    content,
-                    namespace=namespace,
-                    kind=kind,
-                    trust=trust,
-                    tags=tags,
-                    source_uris=source_uris,
-                    author=author,
-                    created_at=created_at,
-                    thread=thread,
-                    meta=meta,
-                    supersedes=supersedes,
-                )
-            ]
-        )
-        return row
-
-    @staticmethod
-    def new_row(
-        content: str,
-        *,
-        namespace: str,
-        kind: Kind = "note",
-        trust: Trust | None = None,
-        tags: Sequence[str] = (),
-        source_uris: Sequence[str] = (),
-        author: str | None = None,
-        created_at: datetime | None = None,
-        thread: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        supersedes: str | None = None,
-    ) -> NewRow:
-        """A row to pass to `remember_many` (same arguments as `remember`)."""
-        full_meta = dict(meta or {})
-        if thread is not None:
-            full_meta["thread"] = thread
-        return NewRow(
-            namespace=namespace,
-            kind=kind,
-            content=content,
-            trust=trust or TRUST_OF_KIND.get(kind, "medium"),
-            tags=tuple(tags),
-            source_uris=tuple(source_uris),
-            author=author,
-            created_at=created_at,
-            meta=full_meta,
-            supersedes=supersedes,
-        )
+    async def remember(self, row: NewRow) -> Row:
+        """Store one row (or return the existing one: the same text and sources make one
+        row). `NewRow.interaction(...)` builds a verbatim exchange."""
+        (stored,) = await self.remember_many([row])
+        return stored
 
     async def remember_many(self, rows: Sequence[NewRow]) -> list[Row]:
         """Store several rows in one transaction, embedding them in batches."""
         async with self._write_lock:
             return await write_rows(self.store, self.embedder, rows, policy=self.ingest_policy)
-
-    async def record_interaction(
-        self,
-        turns: Sequence[Turn],
-        *,
-        namespace: str,
-        author: str | None = None,
-        source_uris: Sequence[str] = (),
-        created_at: datetime | None = None,
-        thread: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> Row:
-        """Store a verbatim exchange ("speaker: text" per line) as a high-trust `interaction`."""
-        (row,) = await self.remember_many(
-            [
-                self.interaction_row(
-                    turns,
-                    namespace=namespace,
-                    author=author,
-                    source_uris=source_uris,
-                    created_at=created_at,
-                    thread=thread,
-                    meta=meta,
-                )
-            ]
-        )
-        return row
-
-    @classmethod
-    def interaction_row(
-        cls,
-        turns: Sequence[Turn],
-        *,
-        namespace: str,
-        author: str | None = None,
-        source_uris: Sequence[str] = (),
-        created_at: datetime | None = None,
-        thread: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> NewRow:
-        """An interaction to pass to `remember_many` (same arguments as `record_interaction`).
-
-        The turns are kept in `meta["turns"]` with who said what, so extraction can learn
-        from a person's own words and never from phi's.
-        """
-        if not turns:
-            raise InvalidInput("an interaction needs at least one turn")
-        for turn in turns:
-            if not turn.text.strip() or not turn.speaker.strip():
-                raise InvalidInput(f"empty turn in interaction: {turn!r}")
-        content = "\n".join(f"{t.speaker}: {t.text}" for t in turns)
-        if len(content) > MAX_CONTENT_CHARS:
-            raise InvalidInput(
-                f"interaction of {len(content)} characters is over the limit of {MAX_CONTENT_CHARS}"
-            )
-        full_meta = dict(meta or {})
-        full_meta["turns"] = [
-            {"speaker": t.speaker, "text": t.text, "by_phi": t.by_phi} for t in turns
-        ]
-        return cls.new_row(
-            content,
-            namespace=namespace,
-            kind="interaction",
-            trust="high",
-            author=author,
-            source_uris=source_uris,
-            created_at=created_at,
-            thread=thread,
-            meta=full_meta,
-        )
 
     # -- reading -------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from phi.agent import (
 from phi.agent.deps import Batch, PhiPost
 from phi.atproto import Notification, PhiClient
 from phi.errors import PhiError
-from phi.memory import Memory, Turn, user_namespace
+from phi.memory import Memory, NewRow, Turn, user_namespace
 from phi.memory.learning import Blocks, SmallModel, extract, refresh_summaries, review
 from phi.memory.model import utc_now
 from phi.runtime.ratelimit import Admission
@@ -230,16 +230,18 @@ class PhiRuntime:
         for reply in deps.activity.posts:
             if reply.to_did is None or reply.to_did == me.did or not reply.to_text:
                 continue
-            await self.memory.record_interaction(
-                [
-                    Turn(speaker=f"@{reply.to_handle}", text=reply.to_text),
-                    Turn(speaker=f"@{me.handle}", text=reply.text, by_phi=True),
-                ],
-                namespace=user_namespace(reply.to_did),
-                author=reply.to_did,
-                source_uris=[u for u in (reply.in_reply_to, reply.uri) if u],
-                thread=reply.thread_root,
-                created_at=now,
+            await self.memory.remember(
+                NewRow.interaction(
+                    [
+                        Turn(speaker=f"@{reply.to_handle}", text=reply.to_text),
+                        Turn(speaker=f"@{me.handle}", text=reply.text, by_phi=True),
+                    ],
+                    namespace=user_namespace(reply.to_did),
+                    author=reply.to_did,
+                    source_uris=[u for u in (reply.in_reply_to, reply.uri) if u],
+                    thread=reply.thread_root,
+                    created_at=now,
+                )
             )
             self._count("interactions_stored")
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from phi.memory.learning._text import clean_tags, normal_form, numbers, union
 from phi.memory.learning.usage import SmallModel
 from phi.memory.memory import Memory
-from phi.memory.model import Row
+from phi.memory.model import NewRow, Row
 from phi.memory.store.base import RowFilter
 
 __all__ = [
@@ -242,14 +242,16 @@ async def apply(memory: Memory, decision: Decision) -> Decision:
             sources = union(target.source_uris, proposal.source_uris)
             tags = clean_tags(proposal.tags, extra=target.tags)
     written = await memory.remember(
-        decision.content,
-        namespace=proposal.namespace,
-        kind="observation",
-        tags=tags,
-        source_uris=sources,
-        author=proposal.author,
-        supersedes=supersedes,
-        meta={"learned_by": "extract", "decided_by": decision.decided_by},
+        NewRow(
+            content=decision.content,
+            namespace=proposal.namespace,
+            kind="observation",
+            tags=tags,
+            source_uris=sources,
+            author=proposal.author,
+            supersedes=supersedes,
+            meta={"learned_by": "extract", "decided_by": decision.decided_by},
+        )
     )
     return Decision(
         proposal=proposal,

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from phi.memory.learning._text import union
 from phi.memory.learning.usage import SmallModel
 from phi.memory.memory import Memory
-from phi.memory.model import USER_NAMESPACE_PREFIX, Row, utc_now
+from phi.memory.model import USER_NAMESPACE_PREFIX, NewRow, Row, utc_now
 from phi.memory.store.base import RowFilter
 
 __all__ = [
@@ -109,14 +109,16 @@ async def refresh_summary(
     author = next((r.author for r in reversed(new) if r.author), None)
     sources = union(*(r.source_uris for r in reversed(new)))[:MAX_SOURCES]
     row = await memory.remember(
-        text,
-        namespace=namespace,
-        kind="summary",
-        trust="low",
-        source_uris=sources,
-        author=author,
-        supersedes=previous.row_id if previous else None,
-        meta={"learned_by": "summarize", "exchanges": len(new)},
+        NewRow(
+            content=text,
+            namespace=namespace,
+            kind="summary",
+            trust="low",
+            source_uris=sources,
+            author=author,
+            supersedes=previous.row_id if previous else None,
+            meta={"learned_by": "summarize", "exchanges": len(new)},
+        )
     )
     await memory.ledger.mark(SUMMARY_PASS, [r.row_id for r in new], at=utc_now())
     return SummaryReport(
