@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from phi.errors import EmbedderMismatch, InvalidInput, NamespaceNotFound, RowNotFound
-from phi.memory import Memory, MiniLMEmbedder, NewRow, Turn, user_namespace
+from phi.memory import Kind, Memory, MiniLMEmbedder, NewRow, Turn, user_namespace
 from tests.memory.conftest import TinyEmbedder
 
 pytestmark = pytest.mark.anyio
@@ -333,3 +333,16 @@ async def test_superseding_keeps_the_old_belief_as_history(memory: Memory) -> No
             NewRow(content="called nat", namespace=ALICE, supersedes="no-such-row")
         )
     assert (await memory.stats()).rows == 2
+
+
+async def test_search_kinds_is_one_search_per_kind(memory: Memory) -> None:
+    await memory.remember(NewRow(content="likes herons", namespace=ALICE, kind="observation"))
+    await memory.remember(NewRow(content="herons fish at dawn", namespace=ALICE, kind="note"))
+    limits: dict[Kind, int] = {"observation": 5, "note": 5, "summary": 1}
+    found = await memory.search_kinds("herons", limits, namespace=ALICE)
+    for kind, limit in limits.items():
+        alone = await memory.search("herons", namespace=ALICE, kinds=[kind], limit=limit)
+        assert [h.row for h in found[kind]] == [h.row for h in alone]
+    assert [h.row.content for h in found["note"]] == ["herons fish at dawn"]
+    with pytest.raises(NamespaceNotFound):
+        await memory.search_kinds("herons", {"note": 1}, namespace="nobody-here")

@@ -16,7 +16,7 @@ async with Memory.open("~/.phi/memory.db") as memory:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -191,6 +191,41 @@ class Memory:
         )
         if not found:
             await self._require_namespaces(where)
+        return found
+
+    async def search_kinds(
+        self,
+        query: str,
+        limits: Mapping[Kind, int],
+        *,
+        namespace: Namespaces = None,
+        now: datetime | None = None,
+    ) -> dict[Kind, list[Recalled]]:
+        """`search` once per kind, each kind with its own limit, the query embedded once
+        (a prompt reads a person's summary, observations, exchanges and research for one
+        text). Active rows only."""
+        if not query.strip():
+            raise InvalidInput("empty query; say what to recall")
+        for kind, limit in limits.items():
+            if not 1 <= limit <= 1000:
+                raise InvalidInput(f"limit {limit} for {kind!r} is out of range 1-1000")
+        wheres = {k: self._filter(namespace, [k], "active", None, None, None) for k in limits}
+        vector = (await self.embedder.embed([query]))[0]
+        found = {
+            kind: await recall(
+                self.store,
+                self.embedder,
+                query,
+                where,
+                limit=limits[kind],
+                now=ensure_utc(now) if now else utc_now(),
+                recipe=self.recipe,
+                vector=vector,
+            )
+            for kind, where in wheres.items()
+        }
+        if not any(found.values()) and wheres:
+            await self._require_namespaces(next(iter(wheres.values())))
         return found
 
     async def _require_namespaces(self, where: RowFilter) -> None:

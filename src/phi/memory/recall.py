@@ -16,6 +16,9 @@ from datetime import datetime
 from functools import partial
 from typing import Final, Literal
 
+import numpy as np
+import numpy.typing as npt
+
 from phi.memory._stopwords import STOPWORDS
 from phi.memory.embed import Embedder
 from phi.memory.model import EdgeType, Row
@@ -164,9 +167,12 @@ async def recall(
     limit: int,
     now: datetime,
     recipe: RecallRecipe = DEFAULT_RECIPE,
+    vector: npt.NDArray[np.float32] | None = None,
 ) -> list[Recalled]:
-    """The best `limit` rows within `where` for `query`, best first."""
-    vector = (await embedder.embed([query]))[0]
+    """The best `limit` rows within `where` for `query`, best first. `vector` is the
+    query's embedding when the caller has it already (several scopes, one query)."""
+    if vector is None:
+        vector = (await embedder.embed([query]))[0]
     signals = await store.hybrid(
         HybridQuery(
             vector=vector,
