@@ -168,3 +168,22 @@ def test_the_user_namespace_prefix_is_spelled_once() -> None:
     script = (SRC / "web" / "static" / "memory.js").read_text()
     assert script.count("phi-users-") == 1
     assert f'const USER_NAMESPACE_PREFIX = "{USER_NAMESPACE_PREFIX}";' in script
+
+
+def test_run_deps_are_not_set_after_they_are_built() -> None:
+    """A run's `PhiDeps` is complete when built (`PhiRuntime.deps(...)` takes every field):
+    no code assigns to one of its fields afterwards."""
+    assigned = sorted(
+        f"{path.relative_to(SRC)}:{node.lineno}"
+        for path in SRC.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        for part in (target.elts if isinstance(target, ast.Tuple) else [target])
+        if isinstance(part, ast.Attribute)
+        and (
+            (isinstance(part.value, ast.Name) and part.value.id == "deps")
+            or (isinstance(part.value, ast.Attribute) and part.value.attr == "deps")
+        )
+    )
+    assert assigned == []

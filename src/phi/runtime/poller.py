@@ -180,8 +180,19 @@ class PhiRuntime:
 
     # -- runs ----------------------------------------------------------------------------
 
-    def deps(self, entry: Entry, now: datetime, *, batch: Batch | None = None) -> PhiDeps:
-        """The deps of one run (also what `phi prompt --preview` renders)."""
+    def deps(
+        self,
+        entry: Entry,
+        now: datetime,
+        *,
+        batch: Batch | None = None,
+        last_post_text: str | None = None,
+        service_report: str | None = None,
+        actions: list[str] | None = None,
+    ) -> PhiDeps:
+        """The deps of one run (also what `phi prompt --preview` renders), complete when
+        built: nothing sets a field afterwards. `actions` is the list the run's activity
+        log appends to (a tick's report keeps what a failed run did before it failed)."""
         return PhiDeps(
             client=self.client,
             memory=self.memory,
@@ -192,7 +203,9 @@ class PhiRuntime:
             entry=entry,
             batch=batch,
             now=now,
-            activity=ActivityLog(emit=self.emit),
+            last_post_text=last_post_text,
+            service_report=service_report,
+            activity=ActivityLog(emit=self.emit, actions=[] if actions is None else actions),
         )
 
     async def _run(
@@ -205,10 +218,14 @@ class PhiRuntime:
         last_post_text: str | None = None,
         service_report: str | None = None,
     ) -> tuple[str, list[PhiPost]]:
-        deps = self.deps(entry, now, batch=batch)
-        deps.last_post_text, deps.service_report = last_post_text, service_report
-        if actions is not None:
-            deps.activity.actions = actions
+        deps = self.deps(
+            entry,
+            now,
+            batch=batch,
+            last_post_text=last_post_text,
+            service_report=service_report,
+            actions=actions,
+        )
         self._count(f"runs_{entry}")
         try:
             output = await run(self.agent, deps)
@@ -290,9 +307,8 @@ class PhiRuntime:
             batch = await build_batch(
                 self.client, self.memory, others, owner_handle=self.config.owner_handle
             )
-        deps = self.deps(entry, now, batch=batch)
-        if entry in ("musing", "reflection"):
-            deps.last_post_text = await self._last_post_text()
+        last = await self._last_post_text() if entry in ("musing", "reflection") else None
+        deps = self.deps(entry, now, batch=batch, last_post_text=last)
         return await system_prompt(self.agent, deps)
 
     # -- control API ---------------------------------------------------------------------
