@@ -346,3 +346,19 @@ async def test_search_kinds_is_one_search_per_kind(memory: Memory) -> None:
     assert [h.row.content for h in found["note"]] == ["herons fish at dawn"]
     with pytest.raises(NamespaceNotFound):
         await memory.search_kinds("herons", {"note": 1}, namespace="nobody-here")
+
+
+async def test_state_is_versioned_key_value_text(memory: Memory) -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    assert await memory.state.read("gate", "at://req/1") is None
+    assert await memory.state.write("gate", "at://req/1", '{"status": "pending"}', at=at) == 1
+    assert await memory.state.write("gate", "at://req/1", '{"status": "used"}', at=at) == 2
+    entry = await memory.state.read("gate", "at://req/1")
+    assert entry is not None and (entry.value, entry.version) == ('{"status": "used"}', 2)
+    assert await memory.state.keys("gate") == ["at://req/1"]
+    assert await memory.state.erase("gate", "at://req/1") == 2
+    assert await memory.state.keys("gate") == []
+    with pytest.raises(InvalidInput, match="empty state scope"):
+        await memory.state.read(" ", "k")
+    with pytest.raises(InvalidInput, match="has no timezone"):
+        await memory.state.write("gate", "k", "v", at=datetime(2026, 1, 1))
