@@ -134,7 +134,7 @@ def _session_rows(sample: dict[str, Any], number: int, people: dict[str, str]) -
         if previous is not None:
             turns.insert(0, Turn(speaker=previous["speaker"], text=previous["text"], by_phi=True))
         rows.append(
-            Memory.interaction_row(
+            NewRow.interaction(
                 turns,
                 namespace=namespace,
                 author=namespace.removeprefix("phi-users-"),

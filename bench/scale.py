@@ -36,11 +36,11 @@ from pathlib import Path
 import anyio
 import numpy as np
 
-from phi.memory import Memory, MiniLMEmbedder
+from phi.memory import Memory, MiniLMEmbedder, NewRow
 from phi.memory.embed import Vectors
 from phi.memory.model import Edge, Row, content_hash, new_row_id
+from phi.memory.scratch import scratch_location
 from phi.memory.store import RowWrite
-from phi.memory.store.scratch import scratch_location
 
 NAMESPACES = 1000
 RANK = 48
@@ -153,7 +153,7 @@ async def ingest_rate(memory: Memory, gen: Generator, texts: list[str]) -> float
     n = len(texts)
     namespaces = gen.rng.integers(0, NAMESPACES, size=n)
     rows = [
-        memory.new_row(text, namespace=f"bench-{int(ns):04d}", kind="interaction")
+        NewRow(content=text, namespace=f"bench-{int(ns):04d}", kind="interaction")
         for text, ns in zip(texts, namespaces, strict=True)
     ]
     started = time.perf_counter()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from phi.memory import USER_NAMESPACE_PREFIX
+
 SRC = Path(__file__).parent.parent / "src" / "phi"
 ALLOWED_FOR_MEMORY = {"phi.errors"}
 
@@ -42,3 +44,146 @@ def test_nothing_imports_the_cli() -> None:
         if "cli" not in p.parts and any(m.startswith("phi.cli") for m in imported_modules(p))
     ]
     assert offenders == []
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    # Imports under `if TYPE_CHECKING:` never run, so they make no cycle.
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped |= {id(sub) for sub in ast.walk(node)}
+    return skipped
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the phi modules it imports, function-level imports included (they run
+    when the function does, and a cycle through them is a cycle all the same)."""
+    modules = {_module_name(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text())
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        skipped = _type_checking_nodes(tree)
+        found: set[str] = set()
+        for node in ast.walk(tree):
+            if id(node) in skipped:
+                continue
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join([*up, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    found.add(sub if sub in modules else base)
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_import_graph_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_cycle_in_phi() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_only_phi_memory_touches_a_store() -> None:
+    """`Memory` and its facades are the one door: no module outside `phi.memory` imports
+    a store module or reaches for a `.store` attribute."""
+    offenders: dict[str, list[str]] = {}
+    for path in SRC.rglob("*.py"):
+        if path.relative_to(SRC).parts[0] == "memory":
+            continue
+        tree = ast.parse(path.read_text())
+        bad = sorted(
+            {m for m in imported_modules(path) if m.startswith("phi.memory.store")}
+            | {
+                f"line {node.lineno}: .store"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute) and node.attr == "store"
+            }
+            | {
+                f"line {node.lineno}: import store"
+                for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom)
+                and node.module == "phi.memory"
+                and any(a.name == "store" for a in node.names)
+            }
+        )
+        if bad:
+            offenders[str(path.relative_to(SRC))] = bad
+    assert offenders == {}
+
+
+def test_the_user_namespace_prefix_is_spelled_once() -> None:
+    """`phi.memory.model.USER_NAMESPACE_PREFIX` is the one spelling in code (help texts
+    may show an example namespace)."""
+    spelled = [
+        f"{path.relative_to(SRC)}"
+        for path in sorted(SRC.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and node.value == "phi-users-"
+    ]
+    assert spelled == ["memory/model.py"]
+    script = (SRC / "web" / "static" / "memory.js").read_text()
+    assert script.count("phi-users-") == 1
+    assert f'const USER_NAMESPACE_PREFIX = "{USER_NAMESPACE_PREFIX}";' in script
+
+
+def test_run_deps_are_not_set_after_they_are_built() -> None:
+    """A run's `PhiDeps` is complete when built (`PhiRuntime.deps(...)` takes every field):
+    no code assigns to one of its fields afterwards."""
+    assigned = sorted(
+        f"{path.relative_to(SRC)}:{node.lineno}"
+        for path in SRC.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        for part in (target.elts if isinstance(target, ast.Tuple) else [target])
+        if isinstance(part, ast.Attribute)
+        and (
+            (isinstance(part.value, ast.Name) and part.value.id == "deps")
+            or (isinstance(part.value, ast.Attribute) and part.value.attr == "deps")
+        )
+    )
+    assert assigned == []

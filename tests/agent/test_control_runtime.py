@@ -13,7 +13,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from phi.atproto import PhiClient
 from phi.atproto.sandbox import Sandbox
-from phi.memory import user_namespace
+from phi.memory import NewRow, user_namespace
 from phi.memory.learning import SmallModel
 from phi.runtime.control import create_control_app, serve_control
 from phi.runtime.poller import PhiRuntime
@@ -77,7 +77,12 @@ async def test_review_now_reviews_memory(runtime: RuntimeFactory, alice: PhiClie
     async with runtime(Brain(silent)) as phi_runtime:
         memory = phi_runtime.memory
         old = await memory.remember(
-            "lives in berlin", namespace=user_namespace(did), kind="observation", author=did
+            NewRow(
+                content="lives in berlin",
+                namespace=user_namespace(did),
+                kind="observation",
+                author=did,
+            )
         )
         async with control(phi_runtime) as http:
             without_model = await http.post("/review-now")

@@ -10,7 +10,7 @@ from phi.agent import AgentConfig, PhiDeps, PromptCaches
 from phi.agent.prompt.discovery import discovery_block
 from phi.atproto import PhiClient
 from phi.atproto.sandbox import Sandbox
-from phi.memory import Memory, user_namespace
+from phi.memory import Memory, NewRow, user_namespace
 from phi.memory.learning import Blocks
 
 from .conftest import OWNER
@@ -37,7 +37,11 @@ async def test_the_owner_liking_a_strangers_posts_puts_them_in_the_pool(
     await sandbox.wait_for_indexing()
     # phi has talked to bob: he is no stranger.
     await memory.remember(
-        "bob said he flies kites", namespace=user_namespace(bob.me.did), kind="observation"
+        NewRow(
+            content="bob said he flies kites",
+            namespace=user_namespace(bob.me.did),
+            kind="observation",
+        )
     )
 
     d = PhiDeps(

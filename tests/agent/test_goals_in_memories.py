@@ -12,7 +12,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from phi.agent.prompt.people import episodic_block
 from phi.atproto import Goal, StoredRecord
-from phi.memory import Memory
+from phi.memory import Memory, NewRow
 from phi.memory.learning import EPISODIC, Blocks, SmallModel
 
 from ._quiet import QuietClient
@@ -27,7 +27,9 @@ GOALS = [
 
 
 async def test_the_synthesis_is_asked_with_the_goals(memory: Memory) -> None:
-    await memory.remember("alice showed me a heron nest by the lake", namespace=EPISODIC)
+    await memory.remember(
+        NewRow(content="alice showed me a heron nest by the lake", namespace=EPISODIC)
+    )
     prompts: list[str] = []
 
     async def small(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

@@ -11,7 +11,7 @@ from pydantic_ai.models.test import TestModel
 from phi.agent import PhiDeps
 from phi.agent.outcomes import Refused
 from phi.agent.tools.memory import recall
-from phi.memory import Memory, Turn, user_namespace
+from phi.memory import Memory, NewRow, Turn, user_namespace
 from phi.memory.learning import EPISODIC
 
 from ._network import FakeClient
@@ -29,10 +29,12 @@ def context(memory: Memory, *items: Any) -> RunContext[PhiDeps]:
 async def test_recall_about_a_person_reads_only_their_memory(memory: Memory) -> None:
     alice, bob = notification("alice.test"), notification("bob.test")
     for n, text in ((alice, "herons stand so still"), (bob, "herons are my boat's mascot")):
-        await memory.record_interaction(
-            [Turn(speaker=f"@{n.author_handle}", text=text)],
-            namespace=user_namespace(n.author_did),
-            author=n.author_did,
+        await memory.remember(
+            NewRow.interaction(
+                [Turn(speaker=f"@{n.author_handle}", text=text)],
+                namespace=user_namespace(n.author_did),
+                author=n.author_did,
+            )
         )
     found = await recall(context(memory, alice, bob), "herons", about="alice.test")
     assert "herons stand so still" in found
@@ -45,17 +47,19 @@ async def test_recall_says_when_there_is_nothing_yet(memory: Memory) -> None:
         "no memories of @alice.test yet"
     )
     assert await recall(context(memory), "herons") == "no notes of your own yet"
-    await memory.remember("herons nest in colonies", namespace=EPISODIC)
+    await memory.remember(NewRow(content="herons nest in colonies", namespace=EPISODIC))
     assert "herons nest in colonies" in await recall(context(memory), "herons")
 
 
 async def test_recall_about_someone_outside_the_batch_is_refused(memory: Memory) -> None:
     """Alice is in the batch and asks about Bob: none of Bob's memory comes back."""
     alice, bob = notification("alice.test"), notification("bob.test")
-    await memory.record_interaction(
-        [Turn(speaker="@bob.test", text="my heron is named Gerald, keep it secret")],
-        namespace=user_namespace(bob.author_did),
-        author=bob.author_did,
+    await memory.remember(
+        NewRow.interaction(
+            [Turn(speaker="@bob.test", text="my heron is named Gerald, keep it secret")],
+            namespace=user_namespace(bob.author_did),
+            author=bob.author_did,
+        )
     )
     ctx = context(memory, alice)
     ctx.deps.client = cast(Any, FakeClient(handles={"bob.test": bob.author_did}))
@@ -68,12 +72,14 @@ async def test_recall_about_someone_outside_the_batch_is_refused(memory: Memory)
 
 async def test_recall_about_the_owner_or_phi_itself_is_allowed(memory: Memory) -> None:
     owner = notification(OWNER)
-    await memory.record_interaction(
-        [Turn(speaker=f"@{OWNER}", text="I keep bees on the roof")],
-        namespace=user_namespace(owner.author_did),
-        author=owner.author_did,
+    await memory.remember(
+        NewRow.interaction(
+            [Turn(speaker=f"@{OWNER}", text="I keep bees on the roof")],
+            namespace=user_namespace(owner.author_did),
+            author=owner.author_did,
+        )
     )
-    await memory.remember("bees dance to give directions", namespace=EPISODIC)
+    await memory.remember(NewRow(content="bees dance to give directions", namespace=EPISODIC))
     ctx = context(memory, notification("alice.test"))
     ctx.deps.client = cast(Any, FakeClient(handles={OWNER: owner.author_did}))
     for about in (OWNER, owner.author_did):

@@ -10,7 +10,7 @@ from phi.agent.outcomes import Refused
 from phi.atproto import Observation, PhiClient
 from phi.atproto.observations import POOL_SIZE
 from phi.atproto.sandbox import Sandbox
-from phi.memory import Turn, user_namespace
+from phi.memory import NewRow, Turn, user_namespace
 from phi.memory.learning import SmallModel
 from phi.memory.model import utc_now
 from phi.runtime.schedules import ScheduleConfig
@@ -126,13 +126,15 @@ async def test_the_daily_reflection_runs_extraction_first(
         memory = phi_runtime.memory
         phi_runtime.small = SmallModel(model=FunctionModel(small_model), memory=memory)
         phi_runtime.schedule.mark("summary_refresh", moment)
-        await memory.record_interaction(
-            [
-                Turn(speaker="@alice.test", text="i love herons, they stand so still"),
-                Turn(speaker="@phi.test", text="patience on legs", by_phi=True),
-            ],
-            namespace=user_namespace(alice.me.did),
-            author=alice.me.did,
+        await memory.remember(
+            NewRow.interaction(
+                [
+                    Turn(speaker="@alice.test", text="i love herons, they stand so still"),
+                    Turn(speaker="@phi.test", text="patience on legs", by_phi=True),
+                ],
+                namespace=user_namespace(alice.me.did),
+                author=alice.me.did,
+            )
         )
         report = await phi_runtime.tick()
         again = await phi_runtime.tick()

@@ -20,7 +20,7 @@ import sys
 
 import anyio
 
-from phi.memory import Memory
+from phi.memory import Memory, NewRow
 from phi.memory.store import RowFilter
 from tests.memory.conftest import TinyEmbedder
 
@@ -30,8 +30,8 @@ async def writer(memory: Memory, name: str) -> None:
     while True:
         rows = await memory.remember_many(
             [
-                memory.new_row(
-                    f"{name} batch {batch} row {i}: crows gather at dusk near the river",
+                NewRow(
+                    content=f"{name} batch {batch} row {i}: crows gather at dusk near the river",
                     namespace=f"phi-users-did:plc:{name}",
                     kind="observation",
                     author=f"did:plc:{name}",
@@ -49,19 +49,23 @@ async def mixed(memory: Memory, name: str, n: int) -> dict[str, object]:
     shared: dict[str, str] = {}
     reads = 0
     for i in range(n):
-        row = await memory.remember(f"{name} note {i} about ravens", namespace="shared-ns")
+        row = await memory.remember(
+            NewRow(content=f"{name} note {i} about ravens", namespace="shared-ns")
+        )
         own.append(row.row_id)
         if i % 2 == 0:
             text = f"shared note {i}: everyone heard the ravens"
-            shared[text] = (await memory.remember(text, namespace="shared-ns")).row_id
+            shared[text] = (
+                await memory.remember(NewRow(content=text, namespace="shared-ns"))
+            ).row_id
         reads += await memory.store.count(RowFilter(statuses=None)) > 0
         reads += len(await memory.search("ravens", namespace="shared-ns", limit=5)) > 0
     return {"own": own, "shared": shared, "reads": reads}
 
 
 async def create(memory: Memory, name: str) -> dict[str, object]:
-    own = await memory.remember(f"hello from {name}", namespace="first")
-    same = await memory.remember("the same first words", namespace="first")
+    own = await memory.remember(NewRow(content=f"hello from {name}", namespace="first"))
+    same = await memory.remember(NewRow(content="the same first words", namespace="first"))
     return {"own": own.row_id, "shared": same.row_id}
 
 

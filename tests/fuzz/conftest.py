@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from phi.memory import Memory, MiniLMEmbedder, Row, Turn, user_namespace
+from phi.memory import Memory, MiniLMEmbedder, NewRow, Row, Turn, user_namespace
 
 FUZZED: Counter[str] = Counter()
 """Inputs fuzzed per surface in this run, printed at the end of the session."""
@@ -70,20 +70,26 @@ bad_dids = st.one_of(
 async def _seed(db: Path, minilm: MiniLMEmbedder) -> None:
     async with Memory.open(db, embedder=minilm) as memory:
         ann = user_namespace("did:plc:ann")
-        await memory.record_interaction(
-            [Turn(speaker="@ann.test", text="I keep bees on my roof in Lyon")],
-            namespace=ann,
-            author="did:plc:ann",
-            source_uris=["at://did:plc:ann/app.bsky.feed.post/3kbees"],
-        )
-        old = await memory.remember("ann keeps bees", namespace=ann, kind="observation")
         await memory.remember(
-            "ann keeps bees and sells honey",
-            namespace=ann,
-            kind="observation",
-            supersedes=old.row_id,
+            NewRow.interaction(
+                [Turn(speaker="@ann.test", text="I keep bees on my roof in Lyon")],
+                namespace=ann,
+                author="did:plc:ann",
+                source_uris=["at://did:plc:ann/app.bsky.feed.post/3kbees"],
+            )
         )
-        await memory.remember("the release is on friday", namespace="agent-notes")
+        old = await memory.remember(
+            NewRow(content="ann keeps bees", namespace=ann, kind="observation")
+        )
+        await memory.remember(
+            NewRow(
+                content="ann keeps bees and sells honey",
+                namespace=ann,
+                kind="observation",
+                supersedes=old.row_id,
+            )
+        )
+        await memory.remember(NewRow(content="the release is on friday", namespace="agent-notes"))
 
 
 def seeded_store(directory: Path, minilm: MiniLMEmbedder) -> Path:

@@ -8,7 +8,7 @@ import pytest
 
 from mcp import Client
 from phi.mcp import build_server
-from phi.memory import Memory
+from phi.memory import Memory, NewRow
 
 from .test_server import error
 
@@ -46,7 +46,7 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
 async def test_bad_arguments_are_named_tool_errors(
     memory: Memory, tool: str, arguments: dict[str, Any], message: str
 ) -> None:
-    kept = await memory.remember("an earlier note", namespace="notes")
+    kept = await memory.remember(NewRow(content="an earlier note", namespace="notes"))
     async with Client(build_server(memory)) as client:
         assert message in await error(client, tool, **arguments)
     assert [row async for row in memory.export()] == [kept]

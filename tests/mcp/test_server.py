@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from mcp import Client, StdioServerParameters
 from phi.cli import app
 from phi.mcp import McpOptions, build_server
-from phi.memory import Memory, MiniLMEmbedder, user_namespace
+from phi.memory import Memory, MiniLMEmbedder, NewRow, user_namespace
 
 from .conftest import PHI
 
@@ -77,9 +77,9 @@ async def test_tools_and_round_trip_in_process(memory: Memory) -> None:
 
 
 async def test_history_follows_supersession(memory: Memory) -> None:
-    first = await memory.remember("lives in Lyon", namespace=NS, kind="observation")
+    first = await memory.remember(NewRow(content="lives in Lyon", namespace=NS, kind="observation"))
     second = await memory.remember(
-        "lives in Paris", namespace=NS, kind="observation", supersedes=first.row_id
+        NewRow(content="lives in Paris", namespace=NS, kind="observation", supersedes=first.row_id)
     )
     async with Client(build_server(memory)) as client:
         for row_id in (first.row_id, second.row_id):
@@ -125,7 +125,9 @@ async def test_errors_are_one_line_tool_errors(memory: Memory) -> None:
 
 
 async def test_a_confined_client_sees_only_its_prefix(memory: Memory) -> None:
-    theirs = await memory.remember("Bob's secret plan is to learn the cello", namespace="bob-notes")
+    theirs = await memory.remember(
+        NewRow(content="Bob's secret plan is to learn the cello", namespace="bob-notes")
+    )
     async with Client(build_server(memory, McpOptions(namespace_prefix="alice-"))) as alice:
         mine = await call(alice, "remember", content="Alice plays the cello", namespace="alice-n")
         found = await call(alice, "recall", query="cello plan")
@@ -165,7 +167,9 @@ async def test_http_round_trip_and_confinement(
 ) -> None:
     db = tmp_path / "http.db"
     async with Memory.open(db, embedder=minilm) as memory:
-        theirs = await memory.remember("the other team's roadmap", namespace="team-b-notes")
+        theirs = await memory.remember(
+            NewRow(content="the other team's roadmap", namespace="team-b-notes")
+        )
     url = serve_http(db, "--namespace-prefix", "team-a-")
     async with Client(url, read_timeout_seconds=120) as client:
         await round_trip(client, "team-a-notes")
@@ -176,10 +180,16 @@ async def test_http_round_trip_and_confinement(
 
 async def test_recall_about_one_person_reads_only_their_rows(memory: Memory) -> None:
     await memory.remember(
-        "likes climbing", namespace=user_namespace("did:plc:ann"), kind="observation"
+        NewRow(
+            content="likes climbing", namespace=user_namespace("did:plc:ann"), kind="observation"
+        )
     )
     await memory.remember(
-        "likes climbing too", namespace=user_namespace("did:plc:ben"), kind="observation"
+        NewRow(
+            content="likes climbing too",
+            namespace=user_namespace("did:plc:ben"),
+            kind="observation",
+        )
     )
     async with Client(build_server(memory)) as client:
         found = await call(client, "recall", query="climbing", person="did:plc:ann")

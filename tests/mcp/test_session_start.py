@@ -13,7 +13,7 @@ from mcp import Client
 from phi.cli import app
 from phi.errors import InvalidInput
 from phi.mcp import McpOptions, build_server
-from phi.memory import Memory, user_namespace
+from phi.memory import Memory, NewRow, user_namespace
 
 from .test_server import call, error
 
@@ -45,8 +45,12 @@ async def test_a_new_session_on_an_empty_store_hears_no_memory_yet(memory: Memor
 
 
 async def test_session_start_under_a_prefix_sees_only_its_namespaces(memory: Memory) -> None:
-    await memory.remember("Bob's secret plan is to learn the cello", namespace="bob-notes")
-    await memory.remember("Alice plays the cello on Sundays", namespace="alice-notes")
+    await memory.remember(
+        NewRow(content="Bob's secret plan is to learn the cello", namespace="bob-notes")
+    )
+    await memory.remember(
+        NewRow(content="Alice plays the cello on Sundays", namespace="alice-notes")
+    )
     async with Client(build_server(memory, McpOptions(namespace_prefix="alice-"))) as alice:
         text = await prompt_text(alice, hint="cello")
         assert "Alice plays the cello" in text
@@ -62,7 +66,7 @@ async def test_session_start_under_a_prefix_sees_only_its_namespaces(memory: Mem
 
 async def test_person_under_a_prefix(memory: Memory) -> None:
     ann = user_namespace("did:plc:ann")
-    await memory.remember("Ann likes climbing", namespace=ann, kind="observation")
+    await memory.remember(NewRow(content="Ann likes climbing", namespace=ann, kind="observation"))
     async with Client(build_server(memory, McpOptions(namespace_prefix="alice-"))) as alice:
         assert OUTSIDE in await error(alice, "recall", query="climbing", person="did:plc:ann")
         assert OUTSIDE in await error(alice, "preload", hint="climbing", person="did:plc:ann")
@@ -77,10 +81,10 @@ async def test_person_under_a_prefix(memory: Memory) -> None:
 
 async def test_links_from_an_in_prefix_row_never_reach_outside_it(memory: Memory) -> None:
     theirs = await memory.remember(
-        "Bob's cello lesson notes", namespace="bob-notes", source_uris=[THREAD]
+        NewRow(content="Bob's cello lesson notes", namespace="bob-notes", source_uris=[THREAD])
     )
     mine = await memory.remember(
-        "Alice's cello lesson notes", namespace="alice-notes", source_uris=[THREAD]
+        NewRow(content="Alice's cello lesson notes", namespace="alice-notes", source_uris=[THREAD])
     )
     # The shared source links the two rows across namespaces in the store itself, so the
     # assertions below test the confinement, not the absence of a link.

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from phi.cli import app
-from phi.memory import Memory
+from phi.memory import Memory, NewRow
 
 ALICE = "phi-users-did:plc:alice"
 
@@ -207,11 +207,16 @@ def test_forget_says_what_it_erased_elsewhere_and_what_is_still_published(db: st
 
     async def seed() -> None:
         async with Memory.open(db) as memory:
-            own = await memory.remember("alice likes crows", namespace=ALICE, author=did)
+            own = await memory.remember(
+                NewRow(content="alice likes crows", namespace=ALICE, author=did)
+            )
             await memory.remember(
-                "crows are clever", namespace="phi-public",
-                meta={"derived_from": [own.row_id], "published_uris": [published]},
-            )  # fmt: skip
+                NewRow(
+                    content="crows are clever",
+                    namespace="phi-public",
+                    meta={"derived_from": [own.row_id], "published_uris": [published]},
+                )
+            )
 
     anyio.run(seed)
     code, out = phi("memory", "forget", ALICE, "--yes", "--db", db)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from phi.errors import InvalidInput
-from phi.memory import Memory, Turn, user_namespace
+from phi.memory import Memory, NewRow, Turn, user_namespace
 from phi.memory.model import validate_did, validate_namespace
 
 pytestmark = pytest.mark.anyio
@@ -43,18 +43,20 @@ async def test_bad_text_is_refused_and_nothing_is_stored(
 
 async def test_an_interaction_with_a_lone_surrogate_is_refused(memory: Memory) -> None:
     with pytest.raises(InvalidInput, match="content"):
-        await memory.record_interaction(
-            [Turn(speaker="@ann.test", text=f"hi {LONE}")], namespace="notes"
+        await memory.remember(
+            NewRow.interaction([Turn(speaker="@ann.test", text=f"hi {LONE}")], namespace="notes")
         )
     with pytest.raises(InvalidInput, match="not a DID"):
-        await memory.record_interaction(
-            [Turn(speaker="@ann.test", text="hi")], namespace="notes", author="ann.test"
+        await memory.remember(
+            NewRow.interaction(
+                [Turn(speaker="@ann.test", text="hi")], namespace="notes", author="ann.test"
+            )
         )
     assert (await memory.stats()).rows == 0
 
 
 async def test_reads_refuse_bad_text_by_name(memory: Memory) -> None:
-    await memory.remember("hello", namespace="notes")
+    await memory.remember(NewRow(content="hello", namespace="notes"))
     with pytest.raises(InvalidInput, match="query"):
         await memory.search(f"hello {LONE}")
     with pytest.raises(InvalidInput, match="hint"):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from phi.errors import EmbedderMismatch, InvalidInput, NamespaceNotFound, RowNotFound
-from phi.memory import Memory, MiniLMEmbedder, Turn, user_namespace
+from phi.memory import Kind, Memory, MiniLMEmbedder, NewRow, Turn, user_namespace
 from tests.memory.conftest import TinyEmbedder
 
 pytestmark = pytest.mark.anyio
@@ -19,30 +19,32 @@ BOB = user_namespace("did:plc:bob")
 
 async def test_same_content_and_sources_twice_make_one_row(memory: Memory) -> None:
     first = await memory.remember(
-        "likes rust", namespace=ALICE, kind="observation", source_uris=["at://a/1"]
+        NewRow(content="likes rust", namespace=ALICE, kind="observation", source_uris=["at://a/1"])
     )
     again = await memory.remember(
-        "likes rust", namespace=ALICE, kind="observation", source_uris=["at://a/1"]
+        NewRow(content="likes rust", namespace=ALICE, kind="observation", source_uris=["at://a/1"])
     )
     other_source = await memory.remember(
-        "likes rust", namespace=ALICE, kind="observation", source_uris=["at://a/2"]
+        NewRow(content="likes rust", namespace=ALICE, kind="observation", source_uris=["at://a/2"])
     )
     assert again.row_id == first.row_id
     assert other_source.row_id != first.row_id
-    rows = await memory.remember_many([memory.new_row("x y z", namespace=ALICE)] * 3)
+    rows = await memory.remember_many([NewRow(content="x y z", namespace=ALICE)] * 3)
     assert len({r.row_id for r in rows}) == 1
     assert (await memory.stats()).rows == 3
 
 
 async def test_interaction_keeps_turns_and_trust(memory: Memory) -> None:
-    row = await memory.record_interaction(
-        [
-            Turn(speaker="@alice.test", text="call me nate"),
-            Turn(speaker="@phi.test", text="ok nate", by_phi=True),
-        ],
-        namespace=ALICE,
-        author="did:plc:alice",
-        source_uris=["at://did:plc:alice/app.bsky.feed.post/1"],
+    row = await memory.remember(
+        NewRow.interaction(
+            [
+                Turn(speaker="@alice.test", text="call me nate"),
+                Turn(speaker="@phi.test", text="ok nate", by_phi=True),
+            ],
+            namespace=ALICE,
+            author="did:plc:alice",
+            source_uris=["at://did:plc:alice/app.bsky.feed.post/1"],
+        )
     )
     assert row.content == "@alice.test: call me nate\n@phi.test: ok nate"
     assert (row.kind, row.trust) == ("interaction", "high")
@@ -51,12 +53,19 @@ async def test_interaction_keeps_turns_and_trust(memory: Memory) -> None:
 
 async def test_temporal_edges_follow_threads_and_namespaces(memory: Memory) -> None:
     t0 = datetime(2025, 3, 1, tzinfo=UTC)
-    a = await memory.remember("first thing", namespace=ALICE, created_at=t0, thread="at://t/1")
+    a = await memory.remember(
+        NewRow(content="first thing", namespace=ALICE, created_at=t0, thread="at://t/1")
+    )
     b = await memory.remember(
-        "unrelated aside", namespace=ALICE, created_at=t0 + timedelta(minutes=1)
+        NewRow(content="unrelated aside", namespace=ALICE, created_at=t0 + timedelta(minutes=1))
     )
     c = await memory.remember(
-        "second thing", namespace=ALICE, created_at=t0 + timedelta(minutes=2), thread="at://t/1"
+        NewRow(
+            content="second thing",
+            namespace=ALICE,
+            created_at=t0 + timedelta(minutes=2),
+            thread="at://t/1",
+        )
     )
     edges = {
         (n.row.row_id, n.edge.edge_type)
@@ -68,9 +77,13 @@ async def test_temporal_edges_follow_threads_and_namespaces(memory: Memory) -> N
 
 
 async def test_reference_edges_link_rows_sharing_a_handle_or_url(memory: Memory) -> None:
-    a = await memory.remember("read https://example.com/essay today", namespace=ALICE)
-    await memory.remember("the weather is nice", namespace=ALICE)
-    c = await memory.remember("@bob.test wrote https://example.com/essay.", namespace=ALICE)
+    a = await memory.remember(
+        NewRow(content="read https://example.com/essay today", namespace=ALICE)
+    )
+    await memory.remember(NewRow(content="the weather is nice", namespace=ALICE))
+    c = await memory.remember(
+        NewRow(content="@bob.test wrote https://example.com/essay.", namespace=ALICE)
+    )
     linked = {
         n.row.row_id: n.edge.edge_type
         for n in await memory.neighbors(c.row_id, types=["reference"])
@@ -79,18 +92,20 @@ async def test_reference_edges_link_rows_sharing_a_handle_or_url(memory: Memory)
 
 
 async def test_semantic_edges_link_near_neighbours_above_threshold(memory: Memory) -> None:
-    a = await memory.remember("alice loves crows and ravens", namespace=ALICE)
-    await memory.remember("quarterly tax filing deadline", namespace=ALICE)
-    c = await memory.remember("alice adores crows and ravens", namespace=ALICE)
+    a = await memory.remember(NewRow(content="alice loves crows and ravens", namespace=ALICE))
+    await memory.remember(NewRow(content="quarterly tax filing deadline", namespace=ALICE))
+    c = await memory.remember(NewRow(content="alice adores crows and ravens", namespace=ALICE))
     semantic = await memory.neighbors(c.row_id, types=["semantic"])
     assert [n.row.row_id for n in semantic] == [a.row_id]
     assert semantic[0].edge.weight > 0.6
 
 
 async def test_search_finds_by_meaning_and_by_words(memory: Memory) -> None:
-    await memory.remember("alice adopted a rescue greyhound named Pixel", namespace=ALICE)
-    await memory.remember("alice works as a nurse on night shifts", namespace=ALICE)
-    await memory.remember("alice is learning to play the cello", namespace=ALICE)
+    await memory.remember(
+        NewRow(content="alice adopted a rescue greyhound named Pixel", namespace=ALICE)
+    )
+    await memory.remember(NewRow(content="alice works as a nurse on night shifts", namespace=ALICE))
+    await memory.remember(NewRow(content="alice is learning to play the cello", namespace=ALICE))
     by_meaning = await memory.search("what pet dog does she have?", namespace=ALICE, limit=1)
     assert "greyhound" in by_meaning[0].row.content
     by_word = await memory.search("Pixel", namespace=ALICE, limit=1)
@@ -101,12 +116,18 @@ async def test_search_finds_by_meaning_and_by_words(memory: Memory) -> None:
 async def test_a_query_about_one_person_never_returns_anothers_rows(memory: Memory) -> None:
     # Shared references and near-identical text create edges across the two namespaces.
     await memory.remember(
-        "loves https://birds.example and crows", namespace=ALICE, author="did:plc:alice"
+        NewRow(
+            content="loves https://birds.example and crows", namespace=ALICE, author="did:plc:alice"
+        )
     )
     await memory.remember(
-        "loves https://birds.example and crows!", namespace=BOB, author="did:plc:bob"
+        NewRow(
+            content="loves https://birds.example and crows!", namespace=BOB, author="did:plc:bob"
+        )
     )
-    await memory.remember("bob's secret: he fears crows", namespace=BOB, author="did:plc:bob")
+    await memory.remember(
+        NewRow(content="bob's secret: he fears crows", namespace=BOB, author="did:plc:bob")
+    )
     for query in ("crows", "birds.example", "secret fear"):
         found = await memory.search(query, namespace=ALICE, limit=50)
         assert found and {f.row.namespace for f in found} == {ALICE}
@@ -117,12 +138,19 @@ async def test_a_query_about_one_person_never_returns_anothers_rows(memory: Memo
 
 async def test_search_filters(memory: Memory) -> None:
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
-    old = await memory.remember("likes tea", namespace=ALICE, kind="observation", created_at=t0)
+    old = await memory.remember(
+        NewRow(content="likes tea", namespace=ALICE, kind="observation", created_at=t0)
+    )
     new = await memory.remember(
-        "likes coffee", namespace=ALICE, kind="observation", created_at=t0 + timedelta(days=30)
+        NewRow(
+            content="likes coffee",
+            namespace=ALICE,
+            kind="observation",
+            created_at=t0 + timedelta(days=30),
+        )
     )
     note = await memory.remember(
-        "likes hot drinks", namespace=ALICE, kind="note", author="did:plc:alice"
+        NewRow(content="likes hot drinks", namespace=ALICE, kind="note", author="did:plc:alice")
     )
     await memory.store.set_status([old.row_id], "superseded", at=t0 + timedelta(days=31))
 
@@ -144,16 +172,20 @@ async def test_search_filters(memory: Memory) -> None:
 async def test_recency_prefers_the_fresher_of_equal_rows(memory: Memory) -> None:
     now = datetime(2026, 1, 1, tzinfo=UTC)
     await memory.remember(
-        "the project status is amber",
-        namespace=ALICE,
-        created_at=now - timedelta(days=400),
-        source_uris=["a"],
+        NewRow(
+            content="the project status is amber",
+            namespace=ALICE,
+            created_at=now - timedelta(days=400),
+            source_uris=["a"],
+        )
     )
     fresh = await memory.remember(
-        "the project status is amber",
-        namespace=ALICE,
-        created_at=now - timedelta(days=1),
-        source_uris=["b"],
+        NewRow(
+            content="the project status is amber",
+            namespace=ALICE,
+            created_at=now - timedelta(days=1),
+            source_uris=["b"],
+        )
     )
     found = await memory.search("project status", namespace=ALICE, limit=2, now=now)
     assert found[0].row.row_id == fresh.row_id
@@ -163,17 +195,21 @@ async def test_preload_has_recent_relevant_and_connected_within_budget(memory: M
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
     for i in range(30):
         await memory.remember(
-            f"filler note number {i} about gardening",
-            namespace=ALICE,
-            created_at=t0 + timedelta(hours=i),
+            NewRow(
+                content=f"filler note number {i} about gardening",
+                namespace=ALICE,
+                created_at=t0 + timedelta(hours=i),
+            )
         )
     target = await memory.remember(
-        "alice is training for the Berlin marathon", namespace=ALICE, created_at=t0
+        NewRow(content="alice is training for the Berlin marathon", namespace=ALICE, created_at=t0)
     )
     await memory.remember(
-        "she runs every morning at six, for the race",
-        namespace=ALICE,
-        created_at=t0 + timedelta(seconds=1),
+        NewRow(
+            content="she runs every morning at six, for the race",
+            namespace=ALICE,
+            created_at=t0 + timedelta(seconds=1),
+        )
     )
     window = await memory.preload("marathon training", namespace=ALICE, budget_tokens=400)
     assert window.tokens <= 400 and window.text
@@ -192,18 +228,18 @@ async def test_preload_has_recent_relevant_and_connected_within_budget(memory: M
 
 async def test_bad_input_gets_a_clear_error_and_writes_nothing(memory: Memory) -> None:
     with pytest.raises(InvalidInput, match="empty content"):
-        await memory.remember("   ", namespace=ALICE)
+        await memory.remember(NewRow(content="   ", namespace=ALICE))
     with pytest.raises(InvalidInput, match="invalid namespace"):
-        await memory.remember("x", namespace="has spaces")
+        await memory.remember(NewRow(content="x", namespace="has spaces"))
     with pytest.raises(InvalidInput, match="at most 3"):
-        await memory.remember("x", namespace=ALICE, tags=["a", "b", "c", "d"])
+        await memory.remember(NewRow(content="x", namespace=ALICE, tags=["a", "b", "c", "d"]))
     with pytest.raises(InvalidInput, match="no timezone"):
-        await memory.remember("x", namespace=ALICE, created_at=datetime(2025, 1, 1))
+        await memory.remember(NewRow(content="x", namespace=ALICE, created_at=datetime(2025, 1, 1)))
     with pytest.raises(InvalidInput, match="over the limit"):
-        await memory.remember("x" * 20_001, namespace=ALICE)
+        await memory.remember(NewRow(content="x" * 20_001, namespace=ALICE))
     with pytest.raises(InvalidInput, match="empty content"):
         await memory.remember_many(
-            [memory.new_row("fine", namespace=ALICE), memory.new_row("", namespace=ALICE)]
+            [NewRow(content="fine", namespace=ALICE), NewRow(content="", namespace=ALICE)]
         )
     with pytest.raises(InvalidInput, match="empty query"):
         await memory.search(" ", namespace=ALICE)
@@ -220,7 +256,7 @@ async def test_a_store_made_by_another_embedder_is_refused(
     tmp_path: Path, minilm: MiniLMEmbedder
 ) -> None:
     async with Memory.open(tmp_path / "m.db", embedder=minilm) as memory:
-        await memory.remember("hello", namespace=ALICE)
+        await memory.remember(NewRow(content="hello", namespace=ALICE))
     with pytest.raises(EmbedderMismatch, match=r"all-MiniLM-L6-v2.*tiny-letters"):
         async with Memory.open(tmp_path / "m.db", embedder=TinyEmbedder()):
             pass
@@ -229,9 +265,11 @@ async def test_a_store_made_by_another_embedder_is_refused(
 
 
 async def test_forget_erases_one_person_and_says_what(memory: Memory) -> None:
-    await memory.remember("alice likes tea", namespace=ALICE, kind="observation")
-    await memory.record_interaction([Turn(speaker="@alice.test", text="hi")], namespace=ALICE)
-    kept = await memory.remember("bob likes tea", namespace=BOB)
+    await memory.remember(NewRow(content="alice likes tea", namespace=ALICE, kind="observation"))
+    await memory.remember(
+        NewRow.interaction([Turn(speaker="@alice.test", text="hi")], namespace=ALICE)
+    )
+    kept = await memory.remember(NewRow(content="bob likes tea", namespace=BOB))
     report = await memory.forget(ALICE)
     assert (report.rows, dict(report.kinds)) == (2, {"observation": 1, "interaction": 1})
     assert [n.namespace for n in await memory.namespaces()] == [BOB]
@@ -243,21 +281,33 @@ async def test_forget_erases_one_person_and_says_what(memory: Memory) -> None:
 async def test_export_yields_every_row_oldest_first(memory: Memory) -> None:
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
     for i in (2, 0, 1):
-        await memory.remember(f"row {i}", namespace=ALICE, created_at=t0 + timedelta(days=i))
+        await memory.remember(
+            NewRow(content=f"row {i}", namespace=ALICE, created_at=t0 + timedelta(days=i))
+        )
     assert [r.content async for r in memory.export(namespace=ALICE)] == ["row 0", "row 1", "row 2"]
 
 
 async def test_superseding_keeps_the_old_belief_as_history(memory: Memory) -> None:
     t0 = datetime(2025, 1, 1, tzinfo=UTC)
     first = await memory.remember(
-        "prefers to be called nate", namespace=ALICE, kind="observation",
-        source_uris=["at://a/1"], created_at=t0,
-    )  # fmt: skip
+        NewRow(
+            content="prefers to be called nate",
+            namespace=ALICE,
+            kind="observation",
+            source_uris=["at://a/1"],
+            created_at=t0,
+        )
+    )
     second = await memory.remember(
-        "prefers to be called nathan", namespace=ALICE, kind="observation",
-        source_uris=["at://a/1", "at://a/2"], supersedes=first.row_id,
-        created_at=t0 + timedelta(days=3),
-    )  # fmt: skip
+        NewRow(
+            content="prefers to be called nathan",
+            namespace=ALICE,
+            kind="observation",
+            source_uris=["at://a/1", "at://a/2"],
+            supersedes=first.row_id,
+            created_at=t0 + timedelta(days=3),
+        )
+    )
     assert second.supersedes == first.row_id
     assert (await memory.get(first.row_id)).status == "superseded"
     assert [r.row_id for r in await memory.history(first.row_id)] == [first.row_id, second.row_id]
@@ -268,12 +318,47 @@ async def test_superseding_keeps_the_old_belief_as_history(memory: Memory) -> No
     assert [f.row.row_id for f in found] == [second.row_id]
     with pytest.raises(InvalidInput, match="already superseded"):
         await memory.remember(
-            "called nat", namespace=ALICE, kind="observation", supersedes=first.row_id
+            NewRow(
+                content="called nat", namespace=ALICE, kind="observation", supersedes=first.row_id
+            )
         )
     with pytest.raises(InvalidInput, match="its own namespace"):
         await memory.remember(
-            "called nat", namespace=BOB, kind="observation", supersedes=second.row_id
+            NewRow(
+                content="called nat", namespace=BOB, kind="observation", supersedes=second.row_id
+            )
         )
     with pytest.raises(RowNotFound):
-        await memory.remember("called nat", namespace=ALICE, supersedes="no-such-row")
+        await memory.remember(
+            NewRow(content="called nat", namespace=ALICE, supersedes="no-such-row")
+        )
     assert (await memory.stats()).rows == 2
+
+
+async def test_search_kinds_is_one_search_per_kind(memory: Memory) -> None:
+    await memory.remember(NewRow(content="likes herons", namespace=ALICE, kind="observation"))
+    await memory.remember(NewRow(content="herons fish at dawn", namespace=ALICE, kind="note"))
+    limits: dict[Kind, int] = {"observation": 5, "note": 5, "summary": 1}
+    found = await memory.search_kinds("herons", limits, namespace=ALICE)
+    for kind, limit in limits.items():
+        alone = await memory.search("herons", namespace=ALICE, kinds=[kind], limit=limit)
+        assert [h.row for h in found[kind]] == [h.row for h in alone]
+    assert [h.row.content for h in found["note"]] == ["herons fish at dawn"]
+    with pytest.raises(NamespaceNotFound):
+        await memory.search_kinds("herons", {"note": 1}, namespace="nobody-here")
+
+
+async def test_state_is_versioned_key_value_text(memory: Memory) -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    assert await memory.state.read("gate", "at://req/1") is None
+    assert await memory.state.write("gate", "at://req/1", '{"status": "pending"}', at=at) == 1
+    assert await memory.state.write("gate", "at://req/1", '{"status": "used"}', at=at) == 2
+    entry = await memory.state.read("gate", "at://req/1")
+    assert entry is not None and (entry.value, entry.version) == ('{"status": "used"}', 2)
+    assert await memory.state.keys("gate") == ["at://req/1"]
+    assert await memory.state.erase("gate", "at://req/1") == 2
+    assert await memory.state.keys("gate") == []
+    with pytest.raises(InvalidInput, match="empty state scope"):
+        await memory.state.read(" ", "k")
+    with pytest.raises(InvalidInput, match="has no timezone"):
+        await memory.state.write("gate", "k", "v", at=datetime(2026, 1, 1))

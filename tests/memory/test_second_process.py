@@ -10,7 +10,7 @@ import anyio
 import anyio.streams.text
 import pytest
 
-from phi.memory import Memory, MiniLMEmbedder
+from phi.memory import Memory, MiniLMEmbedder, NewRow
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +44,7 @@ async def test_a_second_process_reads_while_phi_writes(
     path = tmp_path / "shared.db"
     batches, per_batch = 12, 8
     async with Memory.open(path, embedder=minilm) as memory:
-        await memory.remember("first row", namespace="ns")
+        await memory.remember(NewRow(content="first row", namespace="ns"))
         async with await anyio.open_process(
             [sys.executable, "-c", READER, str(path), str(1 + batches * per_batch)]
         ) as reader:
@@ -58,7 +58,7 @@ async def test_a_second_process_reads_while_phi_writes(
             for b in range(batches):
                 await memory.remember_many(
                     [
-                        memory.new_row(f"batch {b} row {i} about topic {i * b}", namespace="ns")
+                        NewRow(content=f"batch {b} row {i} about topic {i * b}", namespace="ns")
                         for i in range(per_batch)
                     ]
                 )

@@ -1,4 +1,4 @@
-"""The SQLite store: the conformance suite, plus what only a file can do."""
+"""The SQLite store: both conformance suites (rows and ledger), plus what only a file can do."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import apsw
 import pytest
 
 from phi.errors import StoreError
-from phi.memory import Memory, MiniLMEmbedder
+from phi.memory import Memory, MiniLMEmbedder, NewRow
 from phi.memory.learning.blocks import Blocks, user_label
 from phi.memory.store import RowFilter, SQLiteStore, Store
 from tests.memory.conformance import CONFORMANCE_SPEC, StoreConformance, make_row, vec, w
@@ -28,7 +28,7 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
 
 
 class TestSQLiteConformance(StoreConformance):
-    pass
+    """`RowStoreConformance` and `LedgerConformance`, the ledger being the same file."""
 
 
 async def test_blank_database_is_migrated_to_the_schema(tmp_path: Path) -> None:
@@ -125,7 +125,9 @@ async def test_forget_failing_inside_its_transaction_leaves_the_person_whole(
     namespace = f"phi-users-{did}"
     async with Memory.open(tmp_path / "m.db", embedder=minilm) as memory:
         rows = [
-            await memory.remember(f"fact {i} about alice", namespace=namespace, author=did)
+            await memory.remember(
+                NewRow(content=f"fact {i} about alice", namespace=namespace, author=did)
+            )
             for i in range(3)
         ]
         await Blocks(memory=memory).set(user_label(did), "alice likes crows")

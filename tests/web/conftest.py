@@ -10,7 +10,7 @@ import anyio
 import pytest
 from fastapi.testclient import TestClient
 
-from phi.memory import Memory, MiniLMEmbedder, Turn, user_namespace
+from phi.memory import Memory, MiniLMEmbedder, NewRow, Turn, user_namespace
 from phi.memory.learning import Blocks, user_label
 from phi.web import create_app
 
@@ -32,35 +32,50 @@ class Filled:
 async def _fill(db: Path, minilm: MiniLMEmbedder) -> Filled:
     async with Memory.open(db, embedder=minilm) as memory:
         alice, bob, carol = (user_namespace(f"did:plc:{n}") for n in ("alice", "bob", "carol"))
-        exchange = await memory.record_interaction(
-            [
-                Turn(speaker="@alice.test", text="I've been writing a parser in rust lately"),
-                Turn(speaker="@phi.test", text="nice, what is it for?", by_phi=True),
-            ],
-            namespace=alice,
-            author="did:plc:alice",
-            source_uris=[THREAD],
+        exchange = await memory.remember(
+            NewRow.interaction(
+                [
+                    Turn(speaker="@alice.test", text="I've been writing a parser in rust lately"),
+                    Turn(speaker="@phi.test", text="nice, what is it for?", by_phi=True),
+                ],
+                namespace=alice,
+                author="did:plc:alice",
+                source_uris=[THREAD],
+            )
         )
         old = await memory.remember(
-            "alice likes rust", namespace=alice, kind="observation", source_uris=[THREAD]
+            NewRow(
+                content="alice likes rust",
+                namespace=alice,
+                kind="observation",
+                source_uris=[THREAD],
+            )
         )
         new = await memory.remember(
-            "alice now prefers zig over rust",
-            namespace=alice,
-            kind="observation",
-            source_uris=[THREAD],
-            supersedes=old.row_id,
-        )
-        await memory.record_interaction(
-            [Turn(speaker="@bob.test", text="replying in alice's thread about compilers")],
-            namespace=bob,
-            author="did:plc:bob",
-            source_uris=[THREAD],
+            NewRow(
+                content="alice now prefers zig over rust",
+                namespace=alice,
+                kind="observation",
+                source_uris=[THREAD],
+                supersedes=old.row_id,
+            )
         )
         await memory.remember(
-            "carol grows tomatoes on her balcony", namespace=carol, kind="observation"
+            NewRow.interaction(
+                [Turn(speaker="@bob.test", text="replying in alice's thread about compilers")],
+                namespace=bob,
+                author="did:plc:bob",
+                source_uris=[THREAD],
+            )
         )
-        note = await memory.remember("the release is on friday", namespace="agent-notes")
+        await memory.remember(
+            NewRow(
+                content="carol grows tomatoes on her balcony", namespace=carol, kind="observation"
+            )
+        )
+        note = await memory.remember(
+            NewRow(content="the release is on friday", namespace="agent-notes")
+        )
         await Blocks(memory=memory).set(user_label("did:plc:alice"), "# alice\nwrites parsers")
     return Filled(
         db=db,

@@ -69,7 +69,7 @@ def locomo_rows(conversations: list[dict[str, Any]]) -> tuple[list[NewRow], set[
                 at = start + timedelta(seconds=index)
                 spoken.setdefault(did, []).append((turn["text"], turn_uri, at))
                 rows.append(
-                    Memory.interaction_row(
+                    NewRow.interaction(
                         [Turn(speaker=turn["speaker"], text=turn["text"])],
                         namespace=user_namespace(did),
                         author=did,
@@ -81,8 +81,8 @@ def locomo_rows(conversations: list[dict[str, Any]]) -> tuple[list[NewRow], set[
             name = did.rsplit("-", 1)[1].capitalize()
             longest = sorted(turns, key=lambda t: (-len(t[0]), t[1]))[:OBSERVATIONS_PER_PERSON]
             rows.extend(
-                Memory.new_row(
-                    f"{name} said: {text}",
+                NewRow(
+                    content=f"{name} said: {text}",
                     namespace=user_namespace(did),
                     kind="observation",
                     author=did,
@@ -103,12 +103,14 @@ async def _fill(db: Path, minilm: MiniLMEmbedder) -> set[str]:
         caroline = user_namespace(_did("conv-26", "Caroline"))
         first = next(r for r in written if r.namespace == caroline and r.kind == "observation")
         await memory.remember(
-            "Caroline said she is now studying counseling full time",
-            namespace=caroline,
-            kind="observation",
-            author=first.author,
-            source_uris=first.source_uris,
-            supersedes=first.row_id,
+            NewRow(
+                content="Caroline said she is now studying counseling full time",
+                namespace=caroline,
+                kind="observation",
+                author=first.author,
+                source_uris=first.source_uris,
+                supersedes=first.row_id,
+            )
         )
     return people
 

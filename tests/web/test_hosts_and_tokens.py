@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from phi.cli import app as cli
 from phi.errors import InvalidInput
-from phi.memory import Memory, MiniLMEmbedder
+from phi.memory import Memory, MiniLMEmbedder, NewRow
 from phi.web import create_app
 
 pytestmark = pytest.mark.anyio
@@ -25,7 +25,9 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 @pytest.fixture
 async def stored(memory: Memory) -> Memory:
-    await memory.remember("alice writes a parser in rust", namespace="phi-users-did:plc:alice")
+    await memory.remember(
+        NewRow(content="alice writes a parser in rust", namespace="phi-users-did:plc:alice")
+    )
     return memory
 
 

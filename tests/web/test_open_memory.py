@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from phi.memory import Memory, MiniLMEmbedder
+from phi.memory import Memory, MiniLMEmbedder, NewRow
 from phi.web import create_app
 
 pytestmark = pytest.mark.anyio
@@ -17,7 +17,7 @@ async def test_an_open_memory_is_served_and_left_open(
     tmp_path: Path, minilm: MiniLMEmbedder
 ) -> None:
     async with Memory.open(tmp_path / "m.db", embedder=minilm) as memory:
-        row = await memory.remember("the garden needs water", namespace="notes")
+        row = await memory.remember(NewRow(content="the garden needs water", namespace="notes"))
         app = create_app(memory=memory)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:

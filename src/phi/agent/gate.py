@@ -84,7 +84,7 @@ async def request(deps: PhiDeps, action: Action, why: str, *, thread_uri: str | 
     text = _request_text(owner, action, why)
     refs = await deps.client.post(text, reply_to=thread_uri)
     root_uri = _thread_root(deps, thread_uri) or thread_uri or refs[0].uri
-    await deps.memory.store.write_state(
+    await deps.memory.state.write(
         REQUEST_SCOPE,
         refs[0].uri,
         json.dumps(
@@ -121,7 +121,7 @@ async def approvals_in(
         n = item.notification
         if n.reason != "like" or not n.reason_subject or n.reason_subject in found:
             continue
-        entry = await memory.store.read_state(REQUEST_SCOPE, n.reason_subject)
+        entry = await memory.state.read(REQUEST_SCOPE, n.reason_subject)
         if entry is None:
             continue
         value = json.loads(entry.value)
@@ -192,11 +192,11 @@ async def consume(deps: PhiDeps, approval: Approval) -> bool:
         return False
     # Taken out before the first await: a concurrent identical call checks after this.
     deps.batch.approvals.remove(approval)
-    entry = await deps.memory.store.read_state(REQUEST_SCOPE, approval.request_uri)
+    entry = await deps.memory.state.read(REQUEST_SCOPE, approval.request_uri)
     if entry is not None:
         value = json.loads(entry.value)
         value["status"] = "used"
-        await deps.memory.store.write_state(
+        await deps.memory.state.write(
             REQUEST_SCOPE, approval.request_uri, json.dumps(value), at=deps.now
         )
     return True

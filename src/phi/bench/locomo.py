@@ -25,7 +25,7 @@ from phi.errors import InvalidInput
 from phi.memory import Memory, MiniLMEmbedder, NewRow, Turn
 from phi.memory.embed import Embedder
 from phi.memory.recall import DEFAULT_RECIPE, RecallRecipe
-from phi.memory.store.scratch import scratch_location
+from phi.memory.scratch import scratch_location
 
 __all__ = ["CATEGORIES", "KS", "LocomoResult", "QuestionResult", "load_conversations", "run_locomo"]
 
@@ -122,7 +122,7 @@ def interaction_rows(sample: dict[str, Any], namespace: str) -> list[NewRow]:
     for number, when, turns in _sessions(sample["conversation"]):
         for turn in turns:
             rows.append(
-                Memory.interaction_row(
+                NewRow.interaction(
                     [Turn(speaker=turn["speaker"], text=turn["text"])],
                     namespace=namespace,
                     created_at=when,

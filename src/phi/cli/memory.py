@@ -86,15 +86,19 @@ def add(
     chosen_kind = _kind(kind)
 
     async def go() -> tuple[Row, bool]:
+        from phi.memory import NewRow
+
         async with open_memory(db, sandbox=sandbox, creates=True) as memory:
             before = (await memory.stats()).rows
             row = await memory.remember(
-                content,
-                namespace=namespace,
-                kind=chosen_kind,
-                tags=tag or (),
-                source_uris=source or (),
-                author=author,
+                NewRow(
+                    content=content,
+                    namespace=namespace,
+                    kind=chosen_kind,
+                    tags=tag or (),
+                    source_uris=source or (),
+                    author=author,
+                )
             )
             # `remember` returns the existing row for a repeated write; the row count says
             # which happened without a second lookup.

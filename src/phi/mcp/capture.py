@@ -130,7 +130,7 @@ async def capture(
             if not speaker or not speaker.strip():
                 raise InvalidInput("a turn needs its speaker (e.g. 'user' or 'assistant')")
             rows.append(
-                Memory.interaction_row(
+                NewRow.interaction(
                     [Turn(speaker=speaker, text=chunk, by_phi=by_agent)],
                     namespace=namespace,
                     thread=session,
@@ -139,8 +139,8 @@ async def capture(
             )
         else:
             rows.append(
-                Memory.new_row(
-                    f"{_label(kind, path=path, tool=tool)}: {chunk}",
+                NewRow(
+                    content=f"{_label(kind, path=path, tool=tool)}: {chunk}",
                     namespace=namespace,
                     kind="note",
                     tags=(kind,),

@@ -26,7 +26,7 @@ from pydantic import Field
 from phi.errors import InvalidInput, NamespaceNotFound, PhiError
 from phi.mcp._scope import Scope
 from phi.mcp.capture import CaptureKind, capture
-from phi.memory import EdgeType, Kind, Memory, user_namespace
+from phi.memory import EdgeType, Kind, Memory, NewRow, user_namespace
 from phi.memory.model import validate_namespace
 
 __all__ = ["DEFAULT_SESSION_NAMESPACE", "McpOptions", "build_server"]
@@ -142,13 +142,15 @@ def _add_write_tools(server: MCPServer, memory: Memory, scope: Scope, opts: McpO
         if supersedes is not None:
             scope.check_row(await memory.get(supersedes))
         row = await memory.remember(
-            content,
-            namespace=scope.check(namespace),
-            kind=kind,
-            tags=tags or (),
-            source_uris=source_uris or (),
-            author=author,
-            supersedes=supersedes,
+            NewRow(
+                content=content,
+                namespace=scope.check(namespace),
+                kind=kind,
+                tags=tags or (),
+                source_uris=source_uris or (),
+                author=author,
+                supersedes=supersedes,
+            )
         )
         return row.to_json()
 

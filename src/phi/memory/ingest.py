@@ -1,7 +1,7 @@
 """The write path: validate, deduplicate, embed, link, store — all or nothing.
 
 Deduplication is looked up first (so a repeated write costs no embedding) and decided
-again by the store inside its write transaction (`Store.write` is an idempotent upsert),
+again by the store inside its write transaction (`RowStore.write` is an idempotent upsert),
 so two processes writing the same text at once still make one row.
 
 Edges are made here, not by the store, so every backend gets the same graph:
@@ -35,7 +35,7 @@ from phi.memory.model import (
     validate_namespace,
     validate_row_text,
 )
-from phi.memory.store.base import RowFilter, RowWrite, Store
+from phi.memory.store.base import RowFilter, RowStore, RowWrite
 
 __all__ = ["IngestPolicy", "extract_refs", "write_rows"]
 
@@ -80,7 +80,7 @@ def _validate(item: NewRow) -> None:
     validate_row_text(item)
     if item.kind not in KINDS:
         raise InvalidInput(f"unknown kind {item.kind!r}; expected one of {', '.join(KINDS)}")
-    if item.trust not in TRUSTS:
+    if item.trust is not None and item.trust not in TRUSTS:
         raise InvalidInput(f"unknown trust {item.trust!r}; expected one of {', '.join(TRUSTS)}")
     if not item.content.strip():
         raise InvalidInput(f"empty content for namespace {item.namespace!r}; nothing to remember")
@@ -105,19 +105,19 @@ def _build_row(item: NewRow, now: datetime) -> Row:
         content=item.content,
         status=item.status,
         supersedes=item.supersedes,
-        trust=item.trust,
+        trust=item.resolved_trust,
         tags=tuple(item.tags),
         source_uris=tuple(dict.fromkeys(item.source_uris)),
         author=item.author,
         created_at=ensure_utc(item.created_at) if item.created_at else now,
         updated_at=now,
-        meta=dict(item.meta),
+        meta=item.resolved_meta,
         content_hash=content_hash(item.kind, item.content, item.source_uris),
     )
 
 
 async def write_rows(
-    store: Store, embedder: Embedder, items: Sequence[NewRow], *, policy: IngestPolicy
+    store: RowStore, embedder: Embedder, items: Sequence[NewRow], *, policy: IngestPolicy
 ) -> list[Row]:
     """Write `items`, returning one row per item (an existing row for a repeated write)."""
     for item in items:
@@ -156,7 +156,7 @@ async def write_rows(
 
 
 async def _superseded(
-    store: Store, items: Sequence[NewRow], rows: Sequence[Row]
+    store: RowStore, items: Sequence[NewRow], rows: Sequence[Row]
 ) -> list[tuple[str, str]]:
     """`(new, old)` pairs for items that supersede a row, after checking the old rows."""
     pairs = [
@@ -193,7 +193,7 @@ def _row_refs(row: Row, policy: IngestPolicy) -> list[str]:
 
 
 async def _link(
-    store: Store, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy
+    store: RowStore, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy
 ) -> list[Edge]:
     edges: list[Edge] = []
     edges += await _temporal_edges(store, rows)
@@ -212,7 +212,7 @@ def _temporal_scopes(row: Row) -> list[tuple[str, str | None]]:
     return [(row.namespace, thread), (row.namespace, None)] if thread else [(row.namespace, None)]
 
 
-async def _temporal_edges(store: Store, rows: Sequence[Row]) -> list[Edge]:
+async def _temporal_edges(store: RowStore, rows: Sequence[Row]) -> list[Edge]:
     """Link each row to the previous row of its thread and of its namespace."""
     # The stored predecessor of each scope's first row in the batch, in one query.
     first: dict[tuple[str, str | None], Row] = {}
@@ -249,7 +249,7 @@ async def _temporal_edges(store: Store, rows: Sequence[Row]) -> list[Edge]:
 
 
 async def _semantic_edges(
-    store: Store, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy
+    store: RowStore, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy
 ) -> list[Edge]:
     if policy.semantic_neighbours <= 0:
         return []
@@ -275,7 +275,9 @@ async def _semantic_edges(
     return edges
 
 
-async def _reference_edges(store: Store, rows: Sequence[Row], policy: IngestPolicy) -> list[Edge]:
+async def _reference_edges(
+    store: RowStore, rows: Sequence[Row], policy: IngestPolicy
+) -> list[Edge]:
     if policy.reference_links <= 0:
         return []
     refs_by_row = {r.row_id: _row_refs(r, policy) for r in rows}

@@ -1,7 +1,15 @@
 """`Memory`: the engine's one public object. Every surface (CLI, agent, MCP, web) calls it.
 
+It is the only door to the backend: code outside `phi.memory` never touches `store`
+(tests/test_layers.py checks). Besides its own methods it hands out small facades:
+`state` (versioned key/value state), and `phi.memory.views` reads the person and graph
+data the web page shows. Inside the engine, `rows` (`RowStore`) serves ingest, recall and
+preload, and `ledger` (`Ledger`) the learning passes' bookkeeping.
+
 async with Memory.open("~/.phi/memory.db") as memory:
-    await memory.remember("likes rust", namespace=user_namespace(did), kind="observation")
+    await memory.remember(
+        NewRow(content="likes rust", namespace=user_namespace(did), kind="observation")
+    )
     hits = await memory.search("what language does she like?", namespace=...)
 """
 
@@ -13,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
 import anyio
 
@@ -21,9 +29,9 @@ from phi.errors import InvalidInput, NamespaceNotFound, RowNotFound
 from phi.memory.embed import Embedder, MiniLMEmbedder
 from phi.memory.ingest import IngestPolicy, write_rows
 from phi.memory.model import (
-    MAX_CONTENT_CHARS,
+    BLOCK_SCOPE,
     STATUSES,
-    TRUST_OF_KIND,
+    USER_BLOCK_PREFIX,
     USER_NAMESPACE_PREFIX,
     Edge,
     EdgeType,
@@ -31,8 +39,6 @@ from phi.memory.model import (
     NewRow,
     Row,
     Status,
-    Trust,
-    Turn,
     ensure_utc,
     utc_now,
     validate_namespace,
@@ -40,11 +46,14 @@ from phi.memory.model import (
 )
 from phi.memory.preload import ContextWindow, build_window
 from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe, recall
+from phi.memory.state import KeyValueState
 from phi.memory.store import (
     EmbeddingSpec,
     ForgetReport,
+    Ledger,
     NamespaceInfo,
     RowFilter,
+    RowStore,
     Store,
     StoreStats,
 )
@@ -110,6 +119,24 @@ class Memory:
     ) -> None:
         await self.store.close()
 
+    @property
+    def rows(self) -> RowStore:
+        """The backend's rows, edges, vectors and text: for the engine's own modules
+        (ingest, recall, preload, the learning passes), never for code outside `phi.memory`."""
+        return self.store
+
+    @property
+    def ledger(self) -> Ledger:
+        """The backend's bookkeeping (learning marks, state, the model-call log): for the
+        learning passes, never for code outside `phi.memory`."""
+        return self.store
+
+    @property
+    def state(self) -> KeyValueState:
+        """Versioned key/value state for callers outside the engine (the owner gate's
+        requests, a persisted rate limit): the one door to the ledger's state."""
+        return KeyValueState(ledger=self.store)
+
     async def _check_embedder(self) -> None:
         await self.store.bind_embedding(
             EmbeddingSpec(model=self.embedder.name, dimension=self.embedder.dimension)
@@ -117,147 +144,16 @@ class Memory:
 
     # -- writing -------------------------------------------------------------------------
 
-    async def remember(
-        self,
-        content: str,
-        *,
-        namespace: str,
-        kind: Kind = "note",
-        trust: Trust | None = None,
-        tags: Sequence[str] = (),
-        source_uris: Sequence[str] = (),
-        author: str | None = None,
-        created_at: datetime | None = None,
-        thread: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        supersedes: str | None = None,
-    ) -> Row:
-        """Store one row (or return the existing one: the same text and sources make one row)."""
-        (row,) = await self.remember_many(
-            [
-                self.new_row(
-                    content,
-                    namespace=namespace,
-                    kind=kind,
-                    trust=trust,
-                    tags=tags,
-                    source_uris=source_uris,
-                    author=author,
-                    created_at=created_at,
-                    thread=thread,
-                    meta=meta,
-                    supersedes=supersedes,
-                )
-            ]
-        )
-        return row
-
-    @staticmethod
-    def new_row(
-        content: str,
-        *,
-        namespace: str,
-        kind: Kind = "note",
-        trust: Trust | None = None,
-        tags: Sequence[str] = (),
-        source_uris: Sequence[str] = (),
-        author: str | None = None,
-        created_at: datetime | None = None,
-        thread: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-        supersedes: str | None = None,
-    ) -> NewRow:
-        """A row to pass to `remember_many` (same arguments as `remember`)."""
-        full_meta = dict(meta or {})
-        if thread is not None:
-            full_meta["thread"] = thread
-        return NewRow(
-            namespace=namespace,
-            kind=kind,
-            content=content,
-            trust=trust or TRUST_OF_KIND.get(kind, "medium"),
-            tags=tuple(tags),
-            source_uris=tuple(source_uris),
-            author=author,
-            created_at=created_at,
-            meta=full_meta,
-            supersedes=supersedes,
-        )
+    async def remember(self, row: NewRow) -> Row:
+        """Store one row (or return the existing one: the same text and sources make one
+        row). `NewRow.interaction(...)` builds a verbatim exchange."""
+        (stored,) = await self.remember_many([row])
+        return stored
 
     async def remember_many(self, rows: Sequence[NewRow]) -> list[Row]:
         """Store several rows in one transaction, embedding them in batches."""
         async with self._write_lock:
             return await write_rows(self.store, self.embedder, rows, policy=self.ingest_policy)
-
-    async def record_interaction(
-        self,
-        turns: Sequence[Turn],
-        *,
-        namespace: str,
-        author: str | None = None,
-        source_uris: Sequence[str] = (),
-        created_at: datetime | None = None,
-        thread: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> Row:
-        """Store a verbatim exchange ("speaker: text" per line) as a high-trust `interaction`."""
-        (row,) = await self.remember_many(
-            [
-                self.interaction_row(
-                    turns,
-                    namespace=namespace,
-                    author=author,
-                    source_uris=source_uris,
-                    created_at=created_at,
-                    thread=thread,
-                    meta=meta,
-                )
-            ]
-        )
-        return row
-
-    @classmethod
-    def interaction_row(
-        cls,
-        turns: Sequence[Turn],
-        *,
-        namespace: str,
-        author: str | None = None,
-        source_uris: Sequence[str] = (),
-        created_at: datetime | None = None,
-        thread: str | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> NewRow:
-        """An interaction to pass to `remember_many` (same arguments as `record_interaction`).
-
-        The turns are kept in `meta["turns"]` with who said what, so extraction can learn
-        from a person's own words and never from phi's.
-        """
-        if not turns:
-            raise InvalidInput("an interaction needs at least one turn")
-        for turn in turns:
-            if not turn.text.strip() or not turn.speaker.strip():
-                raise InvalidInput(f"empty turn in interaction: {turn!r}")
-        content = "\n".join(f"{t.speaker}: {t.text}" for t in turns)
-        if len(content) > MAX_CONTENT_CHARS:
-            raise InvalidInput(
-                f"interaction of {len(content)} characters is over the limit of {MAX_CONTENT_CHARS}"
-            )
-        full_meta = dict(meta or {})
-        full_meta["turns"] = [
-            {"speaker": t.speaker, "text": t.text, "by_phi": t.by_phi} for t in turns
-        ]
-        return cls.new_row(
-            content,
-            namespace=namespace,
-            kind="interaction",
-            trust="high",
-            author=author,
-            source_uris=source_uris,
-            created_at=created_at,
-            thread=thread,
-            meta=full_meta,
-        )
 
     # -- reading -------------------------------------------------------------------------
 
@@ -297,6 +193,41 @@ class Memory:
         )
         if not found:
             await self._require_namespaces(where)
+        return found
+
+    async def search_kinds(
+        self,
+        query: str,
+        limits: Mapping[Kind, int],
+        *,
+        namespace: Namespaces = None,
+        now: datetime | None = None,
+    ) -> dict[Kind, list[Recalled]]:
+        """`search` once per kind, each kind with its own limit, the query embedded once
+        (a prompt reads a person's summary, observations, exchanges and research for one
+        text). Active rows only."""
+        if not query.strip():
+            raise InvalidInput("empty query; say what to recall")
+        for kind, limit in limits.items():
+            if not 1 <= limit <= 1000:
+                raise InvalidInput(f"limit {limit} for {kind!r} is out of range 1-1000")
+        wheres = {k: self._filter(namespace, [k], "active", None, None, None) for k in limits}
+        vector = (await self.embedder.embed([query]))[0]
+        found = {
+            kind: await recall(
+                self.store,
+                self.embedder,
+                query,
+                where,
+                limit=limits[kind],
+                now=ensure_utc(now) if now else utc_now(),
+                recipe=self.recipe,
+                vector=vector,
+            )
+            for kind, where in wheres.items()
+        }
+        if not any(found.values()) and wheres:
+            await self._require_namespaces(next(iter(wheres.values())))
         return found
 
     async def _require_namespaces(self, where: RowFilter) -> None:
@@ -445,10 +376,8 @@ class Memory:
         author: str | None = None
         state: list[tuple[str, str]] = []
         if namespace.startswith(USER_NAMESPACE_PREFIX):
-            from phi.memory.learning.blocks import BLOCK_SCOPE  # the learning layer sits above
-
             author = namespace.removeprefix(USER_NAMESPACE_PREFIX)
-            state.append((BLOCK_SCOPE, f"user:{author}"))
+            state.append((BLOCK_SCOPE, f"{USER_BLOCK_PREFIX}{author}"))
         report = await self.store.forget(namespace, author=author, state=state)
         if report.state:
             report = dataclasses.replace(

@@ -21,12 +21,14 @@ from typing import Any, Final, Literal, get_args
 from phi.errors import InvalidInput
 
 __all__ = [
+    "BLOCK_SCOPE",
     "EDGE_TYPES",
     "KINDS",
     "MAX_CONTENT_CHARS",
     "MAX_TAGS",
     "STATUSES",
     "TRUST_OF_KIND",
+    "USER_BLOCK_PREFIX",
     "USER_NAMESPACE_PREFIX",
     "Edge",
     "EdgeType",
@@ -38,6 +40,7 @@ __all__ = [
     "Turn",
     "content_hash",
     "new_row_id",
+    "user_label",
     "user_namespace",
     "validate_did",
     "validate_namespace",
@@ -68,6 +71,11 @@ TRUST_OF_KIND: Final[Mapping[Kind, Trust]] = {
 
 USER_NAMESPACE_PREFIX: Final = "phi-users-"
 """One namespace per person, keyed by DID."""
+BLOCK_SCOPE: Final = "block"
+"""The ledger scope of blocks (`phi.memory.learning.blocks`). Named here, below both the
+blocks and `Memory`, because `Memory.forget` erases a person's block with their rows."""
+USER_BLOCK_PREFIX: Final = "user:"
+"""A person's block is labelled `user:{did}`."""
 
 MAX_CONTENT_CHARS: Final = 20_000
 """Longer text belongs in several rows: one embedding cannot represent it anyway."""
@@ -94,21 +102,83 @@ class Turn:
 
 @dataclass(frozen=True, kw_only=True)
 class NewRow:
-    """A row to be written; the store assigns ids and timestamps."""
+    """A row to remember: the one parameter list of `Memory.remember` and `remember_many`
+    (the CLI, MCP and HTTP `remember` build one). The store assigns id and timestamps."""
 
-    namespace: str
-    kind: Kind
     content: str
-    trust: Trust
-    tags: tuple[str, ...] = ()
-    source_uris: tuple[str, ...] = ()
+    namespace: str
+    kind: Kind = "note"
+    trust: Trust | None = None
+    """How far to believe it; `None` takes the kind's default (`TRUST_OF_KIND`)."""
+    tags: Sequence[str] = ()
+    """0-3 topic tags."""
+    source_uris: Sequence[str] = ()
+    """AT-URIs or other URIs it came from (part of its identity)."""
     author: str | None = None
     """The DID the row is about, when it is about a person."""
-    status: Status = "active"
     supersedes: str | None = None
+    """The row this corrects; that row becomes `superseded`."""
+    status: Status = "active"
     created_at: datetime | None = None
     """When the remembered thing happened; now if not given."""
+    thread: str | None = None
+    """The conversation it belongs to, kept as `meta["thread"]` (recall filters by it)."""
     meta: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Callers pass lists from JSON bodies; the value stays immutable and hashable.
+        object.__setattr__(self, "tags", tuple(self.tags))
+        object.__setattr__(self, "source_uris", tuple(self.source_uris))
+
+    @property
+    def resolved_trust(self) -> Trust:
+        """`trust`, or the kind's default."""
+        return self.trust or TRUST_OF_KIND.get(self.kind, "medium")
+
+    @property
+    def resolved_meta(self) -> dict[str, Any]:
+        """`meta` with `thread` in it."""
+        return {**self.meta, "thread": self.thread} if self.thread else dict(self.meta)
+
+    @classmethod
+    def interaction(
+        cls,
+        turns: Sequence[Turn],
+        *,
+        namespace: str,
+        author: str | None = None,
+        source_uris: Sequence[str] = (),
+        created_at: datetime | None = None,
+        thread: str | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> NewRow:
+        """A verbatim exchange ("speaker: text" per line) as a high-trust `interaction`.
+
+        The turns are kept in `meta["turns"]` with who said what, so extraction can learn
+        from a person's own words and never from phi's.
+        """
+        if not turns:
+            raise InvalidInput("an interaction needs at least one turn")
+        for turn in turns:
+            if not turn.text.strip() or not turn.speaker.strip():
+                raise InvalidInput(f"empty turn in interaction: {turn!r}")
+        content = "\n".join(f"{t.speaker}: {t.text}" for t in turns)
+        if len(content) > MAX_CONTENT_CHARS:
+            raise InvalidInput(
+                f"interaction of {len(content)} characters is over the limit of {MAX_CONTENT_CHARS}"
+            )
+        said = [{"speaker": t.speaker, "text": t.text, "by_phi": t.by_phi} for t in turns]
+        return cls(
+            content=content,
+            namespace=namespace,
+            kind="interaction",
+            trust="high",
+            author=author,
+            source_uris=tuple(source_uris),
+            created_at=created_at,
+            thread=thread,
+            meta={**(meta or {}), "turns": said},
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,6 +287,12 @@ def validate_row_text(item: NewRow) -> None:
         raise InvalidInput(
             f"meta is not valid UTF-8 text: {dict(item.meta)!r} holds a lone surrogate"
         ) from None
+
+
+def user_label(did: str) -> str:
+    """The label of one person's block (by DID, which survives handle changes)."""
+    user_namespace(did)  # validates the DID
+    return f"{USER_BLOCK_PREFIX}{did}"
 
 
 def validate_namespace(namespace: str) -> str:

@@ -16,7 +16,7 @@ from typing import Final
 from phi.memory.embed import Embedder
 from phi.memory.model import Trust
 from phi.memory.recall import Recalled, RecallRecipe, recall
-from phi.memory.store.base import RowFilter, Store, row_matches
+from phi.memory.store.base import RowFilter, RowStore, row_matches
 
 __all__ = ["ContextWindow", "build_window", "estimate_tokens", "format_age", "render_window"]
 
@@ -131,7 +131,7 @@ def render_window(
 
 
 async def build_window(
-    store: Store,
+    store: RowStore,
     embedder: Embedder,
     hint: str,
     where: RowFilter,
@@ -162,7 +162,7 @@ async def build_window(
 
 
 async def _connected(
-    store: Store, seeds: Sequence[Recalled], where: RowFilter, seen: set[str], now: datetime
+    store: RowStore, seeds: Sequence[Recalled], where: RowFilter, seen: set[str], now: datetime
 ) -> list[Recalled]:
     """Rows linked to the seeds, weighted by edge weight times the seed's score."""
     if not seeds:

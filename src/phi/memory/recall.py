@@ -2,7 +2,7 @@
 
 The pieces that decide a ranking are pure functions (`query_terms`, `fuse_max_normalised`,
 `smooth_scores`, `recency_factor`), tested without a database. `recall` wires them to a
-`Store`; every surface (the agent's `recall` tool, preload, MCP, the web API, the LoCoMo
+`RowStore`; every surface (the agent's `recall` tool, preload, MCP, the web API, the LoCoMo
 benchmark) goes through it.
 """
 
@@ -28,7 +28,7 @@ from phi.memory.store.base import (
     HybridQuery,
     HybridSignals,
     RowFilter,
-    Store,
+    RowStore,
     row_matches,
 )
 
@@ -207,7 +207,7 @@ def recency_factor(age_seconds: float, *, weight: float, half_life_days: float) 
 
 
 async def recall(
-    store: Store,
+    store: RowStore,
     embedder: Embedder,
     query: str,
     where: RowFilter,
@@ -215,8 +215,10 @@ async def recall(
     limit: int,
     now: datetime,
     recipe: RecallRecipe = DEFAULT_RECIPE,
+    vector: npt.NDArray[np.float32] | None = None,
 ) -> list[Recalled]:
-    """The best `limit` rows within `where` for `query`, best first.
+    """The best `limit` rows within `where` for `query`, best first. `vector` is the
+    query's embedding when the caller has it already (several scopes, one query).
 
     A score means the same for every query (with the default `absolute_scores`): the row's
     own relevance `dense_weight * cosine + (1 - dense_weight) * text_strength(bm25)` in
@@ -225,7 +227,8 @@ async def recall(
     (at most `1 + recency_weight`). A row sharing no word with the query and of cosine
     0.3 scores about 0.15; an exact keyword match of cosine 0.6, 0.6 or more.
     """
-    vector = (await embedder.embed([query]))[0]
+    if vector is None:
+        vector = (await embedder.embed([query]))[0]
     terms = tuple(query_terms(query))
     signals = await store.hybrid(
         HybridQuery(
@@ -312,7 +315,7 @@ def _relevance(dense: Sequence[Hit], text: Sequence[Hit], recipe: RecallRecipe) 
 
 
 async def _feedback_dense(
-    store: Store,
+    store: RowStore,
     vector: npt.NDArray[np.float32],
     signals: HybridSignals,
     where: RowFilter,
@@ -333,7 +336,7 @@ async def _feedback_dense(
 
 
 async def _window_dense(
-    store: Store, vector: npt.NDArray[np.float32], dense: Sequence[Hit], recipe: RecallRecipe
+    store: RowStore, vector: npt.NDArray[np.float32], dense: Sequence[Hit], recipe: RecallRecipe
 ) -> list[Hit]:
     """Dense scores blended with the score of each row's window of neighbouring turns."""
     ids = [h.row_id for h in dense]

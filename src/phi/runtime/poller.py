@@ -37,7 +37,7 @@ from phi.agent import (
 from phi.agent.deps import Batch, PhiPost
 from phi.atproto import Notification, PhiClient
 from phi.errors import PhiError
-from phi.memory import Memory, Turn, user_namespace
+from phi.memory import Memory, NewRow, Turn, user_namespace
 from phi.memory.learning import Blocks, SmallModel, extract, refresh_summaries, review
 from phi.memory.model import utc_now
 from phi.runtime.ratelimit import Admission, WindowState
@@ -226,8 +226,19 @@ class PhiRuntime:
 
     # -- runs ----------------------------------------------------------------------------
 
-    def deps(self, entry: Entry, now: datetime, *, batch: Batch | None = None) -> PhiDeps:
-        """The deps of one run (also what `phi prompt --preview` renders)."""
+    def deps(
+        self,
+        entry: Entry,
+        now: datetime,
+        *,
+        batch: Batch | None = None,
+        last_post_text: str | None = None,
+        service_report: str | None = None,
+        actions: list[str] | None = None,
+    ) -> PhiDeps:
+        """The deps of one run (also what `phi prompt --preview` renders), complete when
+        built: nothing sets a field afterwards. `actions` is the list the run's activity
+        log appends to (a tick's report keeps what a failed run did before it failed)."""
         return PhiDeps(
             client=self.client,
             memory=self.memory,
@@ -238,7 +249,9 @@ class PhiRuntime:
             entry=entry,
             batch=batch,
             now=now,
-            activity=ActivityLog(emit=self.emit),
+            last_post_text=last_post_text,
+            service_report=service_report,
+            activity=ActivityLog(emit=self.emit, actions=[] if actions is None else actions),
         )
 
     async def _run(
@@ -251,10 +264,14 @@ class PhiRuntime:
         last_post_text: str | None = None,
         service_report: str | None = None,
     ) -> tuple[str, list[PhiPost]]:
-        deps = self.deps(entry, now, batch=batch)
-        deps.last_post_text, deps.service_report = last_post_text, service_report
-        if actions is not None:
-            deps.activity.actions = actions
+        deps = self.deps(
+            entry,
+            now,
+            batch=batch,
+            last_post_text=last_post_text,
+            service_report=service_report,
+            actions=actions,
+        )
         self._count(f"runs_{entry}")
         try:
             output = await run(self.agent, deps)
@@ -276,16 +293,18 @@ class PhiRuntime:
         for reply in deps.activity.posts:
             if reply.to_did is None or reply.to_did == me.did or not reply.to_text:
                 continue
-            await self.memory.record_interaction(
-                [
-                    Turn(speaker=f"@{reply.to_handle}", text=reply.to_text),
-                    Turn(speaker=f"@{me.handle}", text=reply.text, by_phi=True),
-                ],
-                namespace=user_namespace(reply.to_did),
-                author=reply.to_did,
-                source_uris=[u for u in (reply.in_reply_to, reply.uri) if u],
-                thread=reply.thread_root,
-                created_at=now,
+            await self.memory.remember(
+                NewRow.interaction(
+                    [
+                        Turn(speaker=f"@{reply.to_handle}", text=reply.to_text),
+                        Turn(speaker=f"@{me.handle}", text=reply.text, by_phi=True),
+                    ],
+                    namespace=user_namespace(reply.to_did),
+                    author=reply.to_did,
+                    source_uris=[u for u in (reply.in_reply_to, reply.uri) if u],
+                    thread=reply.thread_root,
+                    created_at=now,
+                )
             )
             self._count("interactions_stored")
 
@@ -334,9 +353,8 @@ class PhiRuntime:
             batch = await build_batch(
                 self.client, self.memory, others, owner_handle=self.config.owner_handle
             )
-        deps = self.deps(entry, now, batch=batch)
-        if entry in ("musing", "reflection"):
-            deps.last_post_text = await self._last_post_text()
+        last = await self._last_post_text() if entry in ("musing", "reflection") else None
+        deps = self.deps(entry, now, batch=batch, last_post_text=last)
         return await system_prompt(self.agent, deps)
 
     # -- control API ---------------------------------------------------------------------

@@ -155,7 +155,7 @@ class WindowState:
 
     async def load(self) -> dict[str, list[Admitted]]:
         """The admissions saved last, per author (none when nothing was saved yet)."""
-        entry = await self.memory.store.read_state(STATE_SCOPE, self.key)
+        entry = await self.memory.state.read(STATE_SCOPE, self.key)
         if entry is None:
             return {}
         try:
@@ -177,7 +177,7 @@ class WindowState:
             did: [[a.at.isoformat(), a.event] for a in items] for did, items in admitted.items()
         }
         # Older versions are of no use: keep the last two (one to fall back on).
-        await self.memory.store.write_state(
+        await self.memory.state.write(
             STATE_SCOPE, self.key, json.dumps(value, sort_keys=True), at=utc_now(), keep=2
         )
 

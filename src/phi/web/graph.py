@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from phi.memory import Memory, Row, extract_refs
 from phi.memory.recall import query_terms
-from phi.memory.store import RowFilter
+from phi.memory.views import row_vectors
 from phi.web.people import USER_PREFIX, person_label
 
 __all__ = ["Cluster", "Graph", "PersonEdge", "PersonNode", "build_graph", "kmeans", "project_2d"]
@@ -132,11 +132,11 @@ class _Person:
 
 
 async def _person(memory: Memory, namespace: str) -> _Person | None:
-    active = [row async for row in memory.store.scan(RowFilter(namespaces=(namespace,)))]
+    active = [row async for row in memory.export(namespace=namespace, status="active")]
     observed = [row for row in active if row.kind == "observation"]
     basis: Literal["observations", "all_rows"] = "observations" if observed else "all_rows"
     used = observed or active
-    vectors = await memory.store.get_vectors([row.row_id for row in used])
+    vectors = await row_vectors(memory, [row.row_id for row in used])
     if not vectors:
         return None
     mean = np.mean(np.stack([v.astype(np.float64) for v in vectors.values()]), axis=0)

@@ -7,8 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from phi.memory import EdgeType, Kind, Neighbour, Recalled, Row, Status, Trust
-from phi.memory.store import ForgetReport
+from phi.memory import EdgeType, ForgetReport, Kind, Neighbour, Recalled, Row, Status, Trust
 from phi.web.graph import Graph
 from phi.web.people import PersonView
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from phi.errors import InvalidInput, NamespaceNotFound
-from phi.memory import Memory, Row, user_namespace
+from phi.memory import USER_NAMESPACE_PREFIX, Memory, Row, user_namespace
 from phi.memory.learning import Blocks, user_label
-from phi.memory.store import RowFilter
+from phi.memory.views import person_rows, rows_mentioning
 
 __all__ = [
     "USER_PREFIX",
@@ -27,7 +27,7 @@ __all__ = [
     "resolve",
 ]
 
-USER_PREFIX: Final = "phi-users-"
+USER_PREFIX: Final = USER_NAMESPACE_PREFIX
 MAX_OBSERVATIONS: Final = 200
 RECENT_EXCHANGES: Final = 10
 
@@ -90,7 +90,7 @@ async def resolve(memory: Memory, did_or_handle: str) -> str:
             f"{did_or_handle!r} is neither a DID nor a handle like 'alice.bsky.social'"
         )
     found: set[str] = set()
-    for row in await _rows_mentioning(memory, handle):
+    for row in await rows_mentioning(memory, handle):
         if row.namespace.startswith(USER_PREFIX) and _speaks_as(row, handle):
             found.add(row.namespace.removeprefix(USER_PREFIX))
     if len(found) == 1:
@@ -98,11 +98,6 @@ async def resolve(memory: Memory, did_or_handle: str) -> str:
     if found:
         raise InvalidInput(f"handle {handle!r} appears for {len(found)} people; pass a DID")
     raise PersonNotFound(handle)
-
-
-async def _rows_mentioning(memory: Memory, handle: str) -> list[Row]:
-    ids = await memory.store.rows_with_ref(handle, RowFilter(statuses=None), limit=200)
-    return await memory.store.get_rows(ids)
 
 
 def _speaks_as(row: Row, handle: str) -> bool:
@@ -136,31 +131,22 @@ def person_label(rows: list[Row], did: str) -> str:
 async def person_view(memory: Memory, did_or_handle: str) -> PersonView:
     """Everything the memory page shows about one person."""
     did = await resolve(memory, did_or_handle)
-    namespace = user_namespace(did)
-    infos = await memory.namespaces(prefix=namespace)
-    info = next((i for i in infos if i.namespace == namespace), None)
-    if info is None:
-        raise NamespaceNotFound(namespace)
-    scope = (namespace,)
-    observed = await memory.store.latest(
-        RowFilter(namespaces=scope, kinds=("observation",)), limit=MAX_OBSERVATIONS
+    found = await person_rows(
+        memory, did, observations=MAX_OBSERVATIONS, exchanges=RECENT_EXCHANGES
     )
+    observed, recent = list(found.observations), list(found.exchanges)
     observations = []
     for row in observed:
         older = (await memory.history(row.row_id))[:-1] if row.supersedes else []
         observations.append(Observation(row=row, history=tuple(older)))
-    recent = await memory.store.latest(
-        RowFilter(namespaces=scope, kinds=("interaction",)), limit=RECENT_EXCHANGES
-    )
-    summaries = await memory.store.latest(RowFilter(namespaces=scope, kinds=("summary",)), limit=1)
     block = await Blocks(memory=memory).view(user_label(did))
     return PersonView(
         did=did,
-        namespace=namespace,
+        namespace=found.namespace,
         label=person_label([*recent, *observed], did),
         observations=tuple(observations),
         recent=tuple(recent),
-        summary=summaries[0] if summaries else None,
+        summary=found.summary,
         block=block.content if block.version > 0 else None,
-        kinds=dict(info.kinds),
+        kinds=found.kinds,
     )

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from phi.memory import EdgeType, Kind, Memory
+from phi.memory import EdgeType, Kind, Memory, NewRow
 from phi.web._deps import get_memory, require_token
 from phi.web.graph import build_graph
 from phi.web.models import (
@@ -96,13 +96,15 @@ async def graph(memory: MemoryDep) -> GraphOut:
 async def remember(memory: MemoryDep, body: RememberIn) -> RowOut:
     """`Memory.remember` (needs the bearer token)."""
     row = await memory.remember(
-        body.content,
-        namespace=body.namespace,
-        kind=body.kind,
-        tags=body.tags,
-        source_uris=body.source_uris,
-        author=body.author,
-        supersedes=body.supersedes,
+        NewRow(
+            content=body.content,
+            namespace=body.namespace,
+            kind=body.kind,
+            tags=body.tags,
+            source_uris=body.source_uris,
+            author=body.author,
+            supersedes=body.supersedes,
+        )
     )
     return RowOut.of(row)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from phi.errors import InvalidInput
-from phi.memory import Memory, user_namespace
+from phi.memory import Memory, NewRow, user_namespace
 from phi.memory.learning.blocks import CORE_BLOCKS, Blocks, user_label
 
 pytestmark = pytest.mark.anyio
@@ -116,7 +116,9 @@ async def test_forget_erases_a_persons_block(memory: Memory) -> None:
 async def test_forgetting_a_person_erases_their_block_too(memory: Memory) -> None:
     blocks = Blocks(memory=memory)
     await blocks.set("user:did:plc:alice", "calls herself nate")
-    await memory.remember("alice likes tea", namespace=user_namespace("did:plc:alice"))
+    await memory.remember(
+        NewRow(content="alice likes tea", namespace=user_namespace("did:plc:alice"))
+    )
     report = await memory.forget(user_namespace("did:plc:alice"))
     assert report.rows == 1 and report.kinds["user block versions"] == 1
     assert "nate" not in (await blocks.view("user:did:plc:alice")).content

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from phi.memory import Memory, Turn, user_namespace
+from phi.memory import Memory, NewRow, Turn, user_namespace
 from phi.memory.learning import Proposal, extract, reconcile
 from tests.memory.learning.conftest import Script
 
@@ -22,11 +22,16 @@ def facts(*items: tuple[str, list[int]]) -> dict[str, Any]:
 
 
 async def say(memory: Memory, text: str, reply: str, uri: str) -> None:
-    await memory.record_interaction(
-        [Turn(speaker="@nate.test", text=text), Turn(speaker="@phi.test", text=reply, by_phi=True)],
-        namespace=NATE,
-        author=DID,
-        source_uris=[uri],
+    await memory.remember(
+        NewRow.interaction(
+            [
+                Turn(speaker="@nate.test", text=text),
+                Turn(speaker="@phi.test", text=reply, by_phi=True),
+            ],
+            namespace=NATE,
+            author=DID,
+            source_uris=[uri],
+        )
     )
 
 
@@ -92,13 +97,15 @@ async def test_phi_words_never_reach_the_extractor(memory: Memory, script: Scrip
 
 
 async def test_identity_is_never_taken_from_a_handle_or_phi(memory: Memory, script: Script) -> None:
-    await memory.record_interaction(
-        [
-            Turn(speaker="@nathan.test", text="hey"),
-            Turn(speaker="@phi.test", text="hi Nathan!", by_phi=True),
-        ],
-        namespace=NATE,
-        author=DID,
+    await memory.remember(
+        NewRow.interaction(
+            [
+                Turn(speaker="@nathan.test", text="hey"),
+                Turn(speaker="@phi.test", text="hi Nathan!", by_phi=True),
+            ],
+            namespace=NATE,
+            author=DID,
+        )
     )
     script.handlers["extract"] = lambda p: facts(("is called nathan", [1]))
     report = await extract(memory, script.model(memory))
@@ -108,10 +115,12 @@ async def test_identity_is_never_taken_from_a_handle_or_phi(memory: Memory, scri
 async def test_phi_only_exchange_needs_no_call_and_is_marked(
     memory: Memory, script: Script
 ) -> None:
-    await memory.record_interaction(
-        [Turn(speaker="@phi.test", text="hello nate, you like jazz", by_phi=True)],
-        namespace=NATE,
-        author=DID,
+    await memory.remember(
+        NewRow.interaction(
+            [Turn(speaker="@phi.test", text="hello nate, you like jazz", by_phi=True)],
+            namespace=NATE,
+            author=DID,
+        )
     )
     report = await extract(memory, script.model(memory))
     assert report.interactions == 1 and script.requests == {}

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from phi.memory import Memory, Turn, user_namespace
+from phi.memory import Memory, NewRow, Turn, user_namespace
 from phi.memory.learning import (
     PUBLIC,
     model_usage,
@@ -26,12 +26,18 @@ NOW = datetime(2026, 11, 1, tzinfo=UTC)
 
 async def test_synthesis_flags_stale_notes_and_is_cached(memory: Memory, script: Script) -> None:
     old = await memory.remember(
-        "pending: reply to the crow photo thread",
-        namespace="phi-episodic",
-        created_at=NOW - timedelta(days=90),
+        NewRow(
+            content="pending: reply to the crow photo thread",
+            namespace="phi-episodic",
+            created_at=NOW - timedelta(days=90),
+        )
     )
-    await memory.remember("replied to the crow photo thread", namespace="phi-episodic")
-    await memory.remember("Replied to the crow photo thread!", namespace="phi-episodic")
+    await memory.remember(
+        NewRow(content="replied to the crow photo thread", namespace="phi-episodic")
+    )
+    await memory.remember(
+        NewRow(content="Replied to the crow photo thread!", namespace="phi-episodic")
+    )
 
     def answer(prompt: str) -> dict[str, Any]:
         stale = [int(line[1]) for line in prompt.splitlines() if "(old)" in line]
@@ -63,16 +69,18 @@ async def test_summary_refreshes_after_enough_new_exchanges(memory: Memory, scri
     script.handlers["summarize"] = lambda p: {"summary": f"talked {p.count('@alice')} times"}
     model = script.model(memory)
     for i in range(2):
-        await memory.record_interaction(
-            [Turn(speaker="@alice", text=f"crows are great {i}")],
-            namespace=ALICE,
-            author=DID,
-            source_uris=[f"at://alice/{i}"],
+        await memory.remember(
+            NewRow.interaction(
+                [Turn(speaker="@alice", text=f"crows are great {i}")],
+                namespace=ALICE,
+                author=DID,
+                source_uris=[f"at://alice/{i}"],
+            )
         )
     early = await refresh_summary(memory, model, ALICE, min_new=3)
     assert not early.refreshed and script.requests == {}
-    await memory.record_interaction(
-        [Turn(speaker="@alice", text="ravens too")], namespace=ALICE, author=DID
+    await memory.remember(
+        NewRow.interaction([Turn(speaker="@alice", text="ravens too")], namespace=ALICE, author=DID)
     )
     first = await refresh_summary(memory, model, ALICE, min_new=3)
     assert first.refreshed and first.summary is not None
@@ -82,8 +90,10 @@ async def test_summary_refreshes_after_enough_new_exchanges(memory: Memory, scri
         "talked 3 times",
     )
     for i in range(3):
-        await memory.record_interaction(
-            [Turn(speaker="@alice", text=f"owls {i}")], namespace=ALICE, author=DID
+        await memory.remember(
+            NewRow.interaction(
+                [Turn(speaker="@alice", text=f"owls {i}")], namespace=ALICE, author=DID
+            )
         )
     second = await refresh_summary(memory, model, ALICE, min_new=3)
     assert second.summary is not None and second.summary.supersedes == first.summary.row_id
@@ -98,7 +108,13 @@ async def observations(memory: Memory, *texts: str) -> list[str]:
     ids = []
     for text in texts:
         row = await memory.remember(
-            text, namespace=ALICE, kind="observation", author=DID, source_uris=["at://a/1"]
+            NewRow(
+                content=text,
+                namespace=ALICE,
+                kind="observation",
+                author=DID,
+                source_uris=["at://a/1"],
+            )
         )
         ids.append(row.row_id)
     return ids
@@ -136,7 +152,7 @@ async def test_forgetting_a_person_erases_what_review_promoted_from_them(
     memory: Memory, script: Script
 ) -> None:
     (share,) = await observations(memory, "recommends the book 'Mind of the Raven'")
-    unrelated = await memory.remember("ravens nest early", namespace=PUBLIC)
+    unrelated = await memory.remember(NewRow(content="ravens nest early", namespace=PUBLIC))
     script.handlers["review"] = lambda p: {
         "verdicts": [{"key": "o1", "verdict": "promote", "card": "Mind of the Raven: ravens"}]
     }
@@ -147,9 +163,12 @@ async def test_forgetting_a_person_erases_what_review_promoted_from_them(
     # Say phi then published the card as a public record on its PDS.
     published = "at://did:plc:phi/io.phi.cosmikCard/3k"
     await memory.remember(
-        "Mind of the Raven, on cosmik", namespace=PUBLIC,
-        meta={"derived_from": [card.row_id], "published_uris": [published]},
-    )  # fmt: skip
+        NewRow(
+            content="Mind of the Raven, on cosmik",
+            namespace=PUBLIC,
+            meta={"derived_from": [card.row_id], "published_uris": [published]},
+        )
+    )
     report = await memory.forget(ALICE)
     assert (report.rows, dict(report.derived), report.published) == (
         3, {PUBLIC: 2}, (published,),
@@ -187,7 +206,7 @@ async def test_usage_is_logged_per_pass(memory: Memory, script: Script) -> None:
     model = script.model(memory)
     await review(memory, model)
     await review(memory, model)
-    await memory.remember("a note about crows", namespace="phi-episodic")
+    await memory.remember(NewRow(content="a note about crows", namespace="phi-episodic"))
     await synthesize_episodic(memory, model, "crows")
     totals = {u.purpose: (u.calls, u.requests, u.failures) for u in await model_usage(memory)}
     assert totals == {"review": (2, 2, 0), "synthesize": (1, 1, 0)}

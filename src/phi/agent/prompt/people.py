@@ -48,17 +48,6 @@ def _line(deps: PhiDeps, kind: Kind, hit: Recalled) -> str:
     return f"- {row.content} ({_age(deps, hit)}{sources})"
 
 
-async def _section(
-    deps: PhiDeps, query: str, namespace: str, kind: Kind, limit: int
-) -> list[Recalled]:
-    hits = await deps.memory.search(
-        query, namespace=namespace, kinds=[kind], limit=limit, now=deps.now
-    )
-    if kind == "interaction":  # a conversation reads in order
-        hits.sort(key=lambda h: h.row.created_at)
-    return hits
-
-
 async def _person(deps: PhiDeps, did: str, handle: str) -> Sequence[str]:
     out: list[str] = []
     block_label = user_label(did)
@@ -69,9 +58,17 @@ async def _person(deps: PhiDeps, did: str, handle: str) -> Sequence[str]:
     namespace = user_namespace(did)
     if not await with_rows(deps.memory, [namespace]):  # a stranger: nothing to search
         return out
-    query = _query(deps, did)
-    for kind, label, limit in _SECTIONS:
-        hits = await _section(deps, query, namespace, kind, limit)
+    # One search per kind, the query embedded once for all of them.
+    found = await deps.memory.search_kinds(
+        _query(deps, did),
+        {kind: limit for kind, _, limit in _SECTIONS},
+        namespace=namespace,
+        now=deps.now,
+    )
+    for kind, label, _ in _SECTIONS:
+        hits = found[kind]
+        if kind == "interaction":  # a conversation reads in order
+            hits.sort(key=lambda h: h.row.created_at)
         if hits:
             out.append(f"[{label.format(h=handle)}]")
             out.extend(_line(deps, kind, h) for h in hits)

@@ -16,7 +16,7 @@ from phi.agent.deps import Action, Approval, PhiDeps
 from phi.agent.outcomes import Refused
 from phi.agent.tools._common import request_thread, resolve_person
 from phi.atproto import AttentionPool, Goal, MentionConsent, Observation, StoredRecord
-from phi.memory import Memory
+from phi.memory import Memory, NewRow
 
 __all__ = ["OBSERVATIONS_ARCHIVE", "MemoryArchive", "intent_tools"]
 
@@ -36,11 +36,13 @@ class MemoryArchive:
         value = observation.value
         text = value.content if not value.reasoning else f"{value.content} — {value.reasoning}"
         await self.memory.remember(
-            text,
-            namespace=OBSERVATIONS_ARCHIVE,
-            kind="note",
-            source_uris=[observation.uri, *value.source_uris],
-            created_at=value.created_at,
+            NewRow(
+                content=text,
+                namespace=OBSERVATIONS_ARCHIVE,
+                kind="note",
+                source_uris=[observation.uri, *value.source_uris],
+                created_at=value.created_at,
+            )
         )
 
 

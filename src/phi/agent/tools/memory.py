@@ -20,7 +20,7 @@ from phi.agent.tools._common import resolve_person
 from phi.agent.tools.intent import OBSERVATIONS_ARCHIVE
 from phi.atproto import CosmikCard, NotFound
 from phi.errors import InvalidInput, NamespaceNotFound
-from phi.memory import Recalled, user_namespace
+from phi.memory import NewRow, Recalled, user_namespace
 from phi.memory.learning import EPISODIC, Block, user_label
 
 __all__ = ["memory_tools"]
@@ -122,12 +122,14 @@ async def remember(
     deps = ctx.deps
     sources = sorted(deps.batch.uris) if deps.batch is not None else []
     row = await deps.memory.remember(
-        content,
-        namespace=EPISODIC,
-        kind="note",
-        tags=(tags or [])[:3],
-        source_uris=sources[:20],
-        created_at=deps.now,
+        NewRow(
+            content=content,
+            namespace=EPISODIC,
+            kind="note",
+            tags=(tags or [])[:3],
+            source_uris=sources[:20],
+            created_at=deps.now,
+        )
     )
     done = f"remembered ({row.row_id})"
     if public:

@@ -65,7 +65,7 @@ class KnownStatus:
 
 
 async def known_status(memory: Memory, name: str) -> KnownStatus | None:
-    entry = await memory.store.read_state(SERVICE_SCOPE, name)
+    entry = await memory.state.read(SERVICE_SCOPE, name)
     if entry is None:
         return None
     raw = json.loads(entry.value)
@@ -96,7 +96,7 @@ async def record_status(
         "since": now.since.isoformat(),
         "changed": now.changed,
     }
-    await memory.store.write_state(SERVICE_SCOPE, name, json.dumps(value), at=at, keep=5)
+    await memory.state.write(SERVICE_SCOPE, name, json.dumps(value), at=at, keep=5)
     return now
 
 

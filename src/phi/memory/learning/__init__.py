@@ -1,7 +1,11 @@
 """Memory that learns: extraction, reconciliation, synthesis, summaries, blocks and review.
 
 Every pass that needs a language model takes a `SmallModel` (a pydantic-ai model plus call
-accounting); the caller chooses the model (`PHI_MEMORY_MODEL` at the CLI).
+accounting); the caller chooses the model (`PHI_MEMORY_MODEL` at the CLI). The passes read
+and write rows through `Memory` (and `Memory.rows` for the few reads it has no method for)
+and keep their bookkeeping behind `Memory.ledger` (`phi.memory.store.ledger.Ledger`): the
+marks of what each pass processed, the versioned blocks and cached syntheses, the log of
+model calls.
 """
 
 from phi.memory.learning.blocks import (

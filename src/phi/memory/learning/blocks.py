@@ -4,7 +4,7 @@ Three core blocks (`persona`, `zeitgeist`, `humans`) and one block per person
 (`user:{did}`). Each holds at most `limit` characters (default 5000), checked on every
 write path before anything is stored: `set`, `append` and `replace` refuse a result over
 the limit with a message saying how much must go. Every write is a new version in the
-store's state table, so recent edits stay inspectable.
+memory's ledger (`Memory.ledger`), so recent edits stay inspectable.
 
 A run attaches the blocks of its participants with `Blocks.attach(...)`, an async context
 manager that detaches them when the run ends, whether it returns or raises: nothing stays
@@ -25,7 +25,7 @@ import anyio
 
 from phi.errors import InvalidInput
 from phi.memory.memory import Memory
-from phi.memory.model import user_namespace, utc_now
+from phi.memory.model import BLOCK_SCOPE, USER_BLOCK_PREFIX, user_label, utc_now
 
 __all__ = [
     "BLOCK_SCOPE",
@@ -38,23 +38,15 @@ __all__ = [
     "user_label",
 ]
 
-BLOCK_SCOPE: Final = "block"
 CORE_BLOCKS: Final = ("persona", "zeitgeist", "humans")
 DEFAULT_LIMIT: Final = 5000
-_USER_PREFIX: Final = "user:"
-
-
-def user_label(did: str) -> str:
-    """The label of one person's block (by DID, which survives handle changes)."""
-    user_namespace(did)  # validates the DID
-    return f"{_USER_PREFIX}{did}"
 
 
 def _check_label(label: str) -> str:
     if label in CORE_BLOCKS:
         return label
-    if label.startswith(_USER_PREFIX):
-        return user_label(label.removeprefix(_USER_PREFIX))
+    if label.startswith(USER_BLOCK_PREFIX):
+        return user_label(label.removeprefix(USER_BLOCK_PREFIX))
     raise InvalidInput(
         f"unknown block {label!r}: use one of {', '.join(CORE_BLOCKS)} or 'user:<did>'"
     )
@@ -62,8 +54,9 @@ def _check_label(label: str) -> str:
 
 def default_content(label: str) -> str:
     """What a block holds before anything is written to it."""
-    if label.startswith(_USER_PREFIX):
-        return f"# User: {label.removeprefix(_USER_PREFIX)}\n\nNo information about this user yet."
+    if label.startswith(USER_BLOCK_PREFIX):
+        did = label.removeprefix(USER_BLOCK_PREFIX)
+        return f"# User: {did}\n\nNo information about this user yet."
     return ""
 
 
@@ -104,7 +97,7 @@ class Blocks:
     async def view(self, label: str) -> Block:
         """The block's current content (its default if never written)."""
         label = _check_label(label)
-        entry = await self.memory.store.read_state(BLOCK_SCOPE, label)
+        entry = await self.memory.ledger.read_state(BLOCK_SCOPE, label)
         if entry is None:
             return Block(
                 label=label,
@@ -139,7 +132,7 @@ class Blocks:
 
     async def labels(self) -> list[str]:
         """Every block that has been written, core blocks first."""
-        written = await self.memory.store.state_keys(BLOCK_SCOPE)
+        written = await self.memory.ledger.state_keys(BLOCK_SCOPE)
         return [*CORE_BLOCKS, *(k for k in written if k not in CORE_BLOCKS)]
 
     async def set(self, label: str, content: str, *, dry_run: bool = False) -> Block:
@@ -187,7 +180,7 @@ class Blocks:
                 version=current.version,
                 updated_at=current.updated_at,
             )
-        version = await self.memory.store.write_state(
+        version = await self.memory.ledger.write_state(
             BLOCK_SCOPE, label, json.dumps({"content": content}, ensure_ascii=False), at=now
         )
         return Block(
@@ -199,7 +192,7 @@ class Blocks:
         `Memory.forget` erases their namespace, not this. Returns the versions erased."""
         label = user_label(did)
         async with self._lock:
-            return await self.memory.store.erase_state(BLOCK_SCOPE, label)
+            return await self.memory.ledger.erase_state(BLOCK_SCOPE, label)
 
     @property
     def attached(self) -> frozenset[str]:
@@ -216,7 +209,7 @@ class Blocks:
         try:
             for label in labels:
                 block = await self.view(label)
-                if block.version == 0 and label.startswith(_USER_PREFIX):
+                if block.version == 0 and label.startswith(USER_BLOCK_PREFIX):
                     await self.set(label, block.content)
             yield AttachedBlocks(blocks=self, labels=tuple(labels))
         finally:

@@ -29,12 +29,11 @@ from phi.memory.learning.reconcile import (
 )
 from phi.memory.learning.usage import SmallModel
 from phi.memory.memory import Memory
-from phi.memory.model import Row, Turn, utc_now
+from phi.memory.model import USER_NAMESPACE_PREFIX, Row, Turn, utc_now
 from phi.memory.store.base import RowFilter
 
 __all__ = [
     "EXTRACT_PASS",
-    "USER_PREFIX",
     "ExtractReport",
     "ExtractionAnswer",
     "ProposedObservation",
@@ -46,7 +45,6 @@ logger = logging.getLogger("phi.memory.learning")
 
 EXTRACT_PASS: Final = "extract"
 """The marker extraction leaves on each interaction it has processed."""
-USER_PREFIX: Final = "phi-users-"
 
 _INSTRUCTIONS: Final = """\
 You read what one person wrote in conversations and note durable facts about them: who they
@@ -193,7 +191,7 @@ async def _extract_namespace(
     dry_run: bool,
     tally: _Tally,
 ) -> None:
-    rows = await memory.store.unmarked(
+    rows = await memory.ledger.unmarked(
         EXTRACT_PASS,
         RowFilter(namespaces=(namespace,), kinds=("interaction",), statuses=None),
         limit=limit,
@@ -212,7 +210,7 @@ async def _extract_namespace(
                 await reconcile(memory, model, proposal, policy=policy, dry_run=dry_run)
             )
         if not dry_run:
-            await memory.store.mark(EXTRACT_PASS, [r.row_id for r in chunk], at=utc_now())
+            await memory.ledger.mark(EXTRACT_PASS, [r.row_id for r in chunk], at=utc_now())
 
 
 async def extract(
@@ -239,7 +237,7 @@ async def extract(
     if namespace is not None:
         names = [namespace]
     else:
-        names = [info.namespace for info in await memory.namespaces(prefix=USER_PREFIX)]
+        names = [info.namespace for info in await memory.namespaces(prefix=USER_NAMESPACE_PREFIX)]
     tally = _Tally()
     for name in names:
         await _extract_namespace(

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from phi.memory.learning._text import clean_tags, normal_form, numbers, union
 from phi.memory.learning.usage import SmallModel
 from phi.memory.memory import Memory
-from phi.memory.model import Row
+from phi.memory.model import NewRow, Row
 from phi.memory.store.base import RowFilter
 
 __all__ = [
@@ -139,12 +139,12 @@ def _checker(count: int) -> Callable[[ReconcileAnswer], str | None]:
 
 async def _candidates(memory: Memory, proposal: Proposal, limit: int) -> list[tuple[Row, float]]:
     (vector,) = await memory.embedder.embed([proposal.content])
-    hits = await memory.store.vector_search(
+    hits = await memory.rows.vector_search(
         vector,
         RowFilter(namespaces=(proposal.namespace,), kinds=("observation",)),
         limit=limit,
     )
-    rows = {r.row_id: r for r in await memory.store.get_rows([h.row_id for h in hits])}
+    rows = {r.row_id: r for r in await memory.rows.get_rows([h.row_id for h in hits])}
     return [(rows[h.row_id], h.score) for h in hits if h.row_id in rows]
 
 
@@ -242,14 +242,16 @@ async def apply(memory: Memory, decision: Decision) -> Decision:
             sources = union(target.source_uris, proposal.source_uris)
             tags = clean_tags(proposal.tags, extra=target.tags)
     written = await memory.remember(
-        decision.content,
-        namespace=proposal.namespace,
-        kind="observation",
-        tags=tags,
-        source_uris=sources,
-        author=proposal.author,
-        supersedes=supersedes,
-        meta={"learned_by": "extract", "decided_by": decision.decided_by},
+        NewRow(
+            content=decision.content,
+            namespace=proposal.namespace,
+            kind="observation",
+            tags=tags,
+            source_uris=sources,
+            author=proposal.author,
+            supersedes=supersedes,
+            meta={"learned_by": "extract", "decided_by": decision.decided_by},
+        )
     )
     return Decision(
         proposal=proposal,

@@ -22,10 +22,9 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, Field
 
 from phi.memory.learning._text import clean_tags
-from phi.memory.learning.extract import USER_PREFIX
 from phi.memory.learning.usage import SmallModel
 from phi.memory.memory import Memory
-from phi.memory.model import Edge, Row, utc_now
+from phi.memory.model import USER_NAMESPACE_PREFIX, Edge, NewRow, Row, utc_now
 from phi.memory.store.base import DERIVED_FROM, RowFilter
 
 __all__ = ["PUBLIC", "ReviewAnswer", "ReviewOutcome", "Verdict", "review"]
@@ -100,36 +99,43 @@ async def _apply(memory: Memory, outcome: ReviewOutcome) -> ReviewOutcome:
     written: Row | None = None
     if outcome.verdict == "supersede" and text:
         written = await memory.remember(
-            text,
-            namespace=row.namespace,
-            kind=row.kind,
-            tags=row.tags,
-            source_uris=row.source_uris,
-            author=row.author,
-            supersedes=row.row_id,
-            meta={"learned_by": "review"},
+            NewRow(
+                content=text,
+                namespace=row.namespace,
+                kind=row.kind,
+                tags=row.tags,
+                source_uris=row.source_uris,
+                author=row.author,
+                supersedes=row.row_id,
+                meta={"learned_by": "review"},
+            )
         )
     elif outcome.verdict == "supersede":
-        await memory.store.set_status([row.row_id], "superseded", at=utc_now())
+        await memory.rows.set_status([row.row_id], "superseded", at=utc_now())
     elif outcome.verdict == "promote" and text:
         written = await memory.remember(
-            text,
-            namespace=PUBLIC,
-            kind="note",
-            tags=clean_tags(row.tags),
-            source_uris=row.source_uris,
-            # Provenance `Memory.forget` follows: the card goes when the person is forgotten.
-            author=row.author,
-            meta={"learned_by": "review", "promoted_from": row.row_id, DERIVED_FROM: [row.row_id]},
+            NewRow(
+                content=text,
+                namespace=PUBLIC,
+                kind="note",
+                tags=clean_tags(row.tags),
+                source_uris=row.source_uris,
+                author=row.author,
+                meta={
+                    "learned_by": "review",
+                    "promoted_from": row.row_id,
+                    DERIVED_FROM: [row.row_id],
+                },
+            )
         )
-        await memory.store.add_edges([Edge(src=row.row_id, dst=written.row_id, edge_type="causal")])
+        await memory.rows.add_edges([Edge(src=row.row_id, dst=written.row_id, edge_type="causal")])
     return ReviewOutcome(row=row, verdict=outcome.verdict, text=text, written=written)
 
 
 async def _review_namespace(
     memory: Memory, model: SmallModel, namespace: str, *, recent: int, dry_run: bool
 ) -> list[ReviewOutcome]:
-    rows = await memory.store.latest(
+    rows = await memory.rows.latest(
         RowFilter(namespaces=(namespace,), kinds=("observation",)), limit=recent
     )
     if not rows:
@@ -172,7 +178,7 @@ async def review(
     if namespace is not None:
         names = [namespace]
     else:
-        names = [info.namespace for info in await memory.namespaces(prefix=USER_PREFIX)]
+        names = [info.namespace for info in await memory.namespaces(prefix=USER_NAMESPACE_PREFIX)]
     outcomes: list[ReviewOutcome] = []
     for name in names:
         outcomes += await _review_namespace(memory, model, name, recent=recent, dry_run=dry_run)

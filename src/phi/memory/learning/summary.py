@@ -14,10 +14,9 @@ from typing import Any, Final
 from pydantic import BaseModel, Field
 
 from phi.memory.learning._text import union
-from phi.memory.learning.extract import USER_PREFIX
 from phi.memory.learning.usage import SmallModel
 from phi.memory.memory import Memory
-from phi.memory.model import Row, utc_now
+from phi.memory.model import USER_NAMESPACE_PREFIX, NewRow, Row, utc_now
 from phi.memory.store.base import RowFilter
 
 __all__ = [
@@ -81,14 +80,14 @@ async def refresh_summary(
     dry_run: bool = False,
 ) -> SummaryReport:
     """Refresh `namespace`'s summary if at least `min_new` exchanges arrived since the last."""
-    new = await memory.store.unmarked(
+    new = await memory.ledger.unmarked(
         SUMMARY_PASS,
         RowFilter(namespaces=(namespace,), kinds=("interaction",), statuses=None),
         limit=limit,
     )
     if len(new) < max(1, min_new):
         return SummaryReport(namespace=namespace, new_exchanges=len(new), refreshed=False)
-    latest = await memory.store.latest(
+    latest = await memory.rows.latest(
         RowFilter(namespaces=(namespace,), kinds=("summary",)), limit=1
     )
     previous = latest[0] if latest else None
@@ -110,16 +109,18 @@ async def refresh_summary(
     author = next((r.author for r in reversed(new) if r.author), None)
     sources = union(*(r.source_uris for r in reversed(new)))[:MAX_SOURCES]
     row = await memory.remember(
-        text,
-        namespace=namespace,
-        kind="summary",
-        trust="low",
-        source_uris=sources,
-        author=author,
-        supersedes=previous.row_id if previous else None,
-        meta={"learned_by": "summarize", "exchanges": len(new)},
+        NewRow(
+            content=text,
+            namespace=namespace,
+            kind="summary",
+            trust="low",
+            source_uris=sources,
+            author=author,
+            supersedes=previous.row_id if previous else None,
+            meta={"learned_by": "summarize", "exchanges": len(new)},
+        )
     )
-    await memory.store.mark(SUMMARY_PASS, [r.row_id for r in new], at=utc_now())
+    await memory.ledger.mark(SUMMARY_PASS, [r.row_id for r in new], at=utc_now())
     return SummaryReport(
         namespace=namespace, new_exchanges=len(new), refreshed=True, summary=row, text=text
     )
@@ -137,7 +138,7 @@ async def refresh_summaries(
     if namespace is not None:
         names = [namespace]
     else:
-        names = [info.namespace for info in await memory.namespaces(prefix=USER_PREFIX)]
+        names = [info.namespace for info in await memory.namespaces(prefix=USER_NAMESPACE_PREFIX)]
     return [
         await refresh_summary(memory, model, name, min_new=min_new, dry_run=dry_run)
         for name in names

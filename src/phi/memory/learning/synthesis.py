@@ -124,7 +124,7 @@ async def synthesize_episodic(
             query=query, text="", row_ids=(), stale_row_ids=(), signature=signature, cached=False
         )
     row_ids = tuple(h.row.row_id for h in hits)
-    cached = await memory.store.read_state(SYNTHESIS_SCOPE, signature)
+    cached = await memory.ledger.read_state(SYNTHESIS_SCOPE, signature)
     if cached is not None:
         value = json.loads(cached.value)
         return Synthesis(
@@ -155,7 +155,7 @@ async def synthesize_episodic(
     stale = tuple(
         hits[n - 1].row.row_id for n in dict.fromkeys(answer.stale) if 1 <= n <= len(hits)
     )
-    await memory.store.write_state(
+    await memory.ledger.write_state(
         SYNTHESIS_SCOPE,
         signature,
         json.dumps({"text": answer.block, "stale": list(stale)}, ensure_ascii=False),

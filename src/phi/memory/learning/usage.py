@@ -21,7 +21,7 @@ from pydantic_ai.usage import RunUsage
 
 from phi.memory.memory import Memory
 from phi.memory.model import utc_now
-from phi.memory.store.base import ModelCallRecord, UsageTotals
+from phi.memory.store.ledger import ModelCallRecord, UsageTotals
 
 __all__ = ["PURPOSES", "Purpose", "SmallModel", "model_usage"]
 
@@ -111,7 +111,7 @@ class SmallModel:
             usage.output_tokens,
             outcome,
         )
-        await self.memory.store.log_model_call(
+        await self.memory.ledger.log_model_call(
             ModelCallRecord(
                 purpose=purpose,
                 model=self.model_name,
@@ -130,4 +130,4 @@ class SmallModel:
 
 async def model_usage(memory: Memory) -> list[UsageTotals]:
     """Calls, requests and tokens per pass, as logged in the store."""
-    return await memory.store.model_usage()
+    return await memory.ledger.model_usage()

@@ -1,4 +1,7 @@
-"""Memory backends behind one `Store` protocol."""
+"""Memory backends behind two small protocols: `RowStore` (rows, edges, vectors, text)
+and `Ledger` (learning marks, versioned key/value state, the model-call log). A backend
+object provides both (`Store`). Only `phi.memory` imports this package: everything else
+goes through `Memory` and its facades."""
 
 from pathlib import Path
 
@@ -11,10 +14,12 @@ from phi.memory.store.base import (
     Hit,
     NamespaceInfo,
     RowFilter,
+    RowStore,
     RowWrite,
     Store,
     StoreStats,
 )
+from phi.memory.store.ledger import Ledger, ModelCallRecord, StateEntry, UsageTotals
 from phi.memory.store.postgres import PostgresStore
 from phi.memory.store.sqlite import SQLiteStore
 
@@ -24,13 +29,18 @@ __all__ = [
     "EmbeddingSpec",
     "ForgetReport",
     "Hit",
+    "Ledger",
+    "ModelCallRecord",
     "NamespaceInfo",
     "PostgresStore",
     "RowFilter",
+    "RowStore",
     "RowWrite",
     "SQLiteStore",
+    "StateEntry",
     "Store",
     "StoreStats",
+    "UsageTotals",
     "open_store",
 ]
 

@@ -13,7 +13,8 @@ import apsw
 
 from phi.memory.model import Row
 from phi.memory.store._sqlite_sql import ROW_COLUMNS, chunks, dt, marks, row_from, ts, where_sql
-from phi.memory.store.base import ModelCallRecord, RowFilter, StateEntry, UsageTotals
+from phi.memory.store.base import RowFilter
+from phi.memory.store.ledger import ModelCallRecord, StateEntry, UsageTotals
 
 __all__ = [
     "delete_state",

@@ -499,7 +499,7 @@ def totals(conn: apsw.Connection) -> tuple[int, int, int]:
 
 
 def hybrid(conn: apsw.Connection, blob: bytes, query: HybridQuery) -> HybridSignals:
-    """`Store.hybrid`: every step on integer ids, public ids looked up once at the end."""
+    """`RowStore.hybrid`: every step on integer ids, public ids looked up once at the end."""
     where = query.where
     # A partition scan computes every distance anyway: a deeper pool costs little and
     # already holds the scores of most rows the graph walk will reach.

@@ -1,10 +1,13 @@
-"""The `Store` protocol: what a memory backend must do, and nothing more.
+"""The `RowStore` protocol (rows, edges, vectors, text) and `Store`, a whole backend.
 
-Policy (which edges to make, how to fuse rankings, what counts as a duplicate) lives above
-this line, in `phi.memory`; a backend only persists rows, vectors, edges and references
-and answers filtered queries. The conformance suite in `tests/memory/conformance.py` pins
-the behaviour every backend shares, so SQLite, PostgreSQL and TurboPuffer stay
-interchangeable for every caller.
+A backend is two small protocols: `RowStore` here persists rows, vectors, edges and
+references and answers filtered queries; `Ledger` (`phi.memory.store.ledger`) keeps the
+bookkeeping (learning marks, versioned key/value state, the model-call log). `Store` is
+both, as one backend object provides them. Policy (which edges to make, how to fuse
+rankings, what counts as a duplicate) lives above this line, in `phi.memory`, and only
+`phi.memory` ever holds a store: `Memory` is the one door. The conformance suites
+`tests/memory/conformance_rows.py` and `tests/memory/conformance_ledger.py` pin the
+behaviour every backend shares, so SQLite, PostgreSQL and TurboPuffer stay interchangeable.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from phi.memory.model import Edge, EdgeType, Kind, Row, Status
+from phi.memory.store.ledger import Ledger, ModelCallRecord, StateEntry, UsageTotals
 
 __all__ = [
     "DERIVED_FROM",
@@ -27,11 +31,16 @@ __all__ = [
     "Hit",
     "HybridQuery",
     "HybridSignals",
+    "Ledger",
+    "ModelCallRecord",
     "NamespaceInfo",
     "RowFilter",
+    "RowStore",
     "RowWrite",
+    "StateEntry",
     "Store",
     "StoreStats",
+    "UsageTotals",
     "gather_stepwise",
     "row_matches",
 ]
@@ -165,8 +174,9 @@ class ForgetReport:
     """Versions of learning state erased with the rows (e.g. the person's block)."""
 
 
-class Store(Protocol):
-    """A memory backend. All methods are coroutines; none blocks the event loop."""
+class RowStore(Protocol):
+    """Rows, edges, vectors and text of a memory backend. All methods are coroutines;
+    none blocks the event loop."""
 
     @property
     def location(self) -> str:
@@ -300,58 +310,19 @@ class Store(Protocol):
         whose `author` is that DID or whose `source_uris` name one of their records
         (`at://{author}/...`); then, repeatedly, every row derived from an erased row (its
         `meta[DERIVED_FROM]` names it, or a `causal` edge leads to it from one). With each
-        row go its vector, text index entry, references, edges and learning marks; the
-        `(scope, key)` learning `state` goes in the same transaction. A failure anywhere
-        erases nothing. Raises `NamespaceNotFound` when there was nothing to erase.
+        row go its vector, text index entry, references, edges and ledger marks; the
+        ledger's `(scope, key)` `state` named here goes in the same transaction (a ledger
+        shares its backend with the rows). A failure anywhere erases nothing.
+        Raises `NamespaceNotFound` when there was nothing to erase.
         """
         ...
 
     async def stats(self) -> StoreStats: ...
 
-    # -- learning passes' bookkeeping (append-only block) --------------------------------
 
-    async def mark(self, pass_name: str, row_ids: Sequence[str], *, at: datetime) -> None:
-        """Record that `pass_name` has processed these rows (an explicit marker; marking
-        twice is harmless; unknown ids are ignored)."""
-        ...
-
-    async def unmarked(self, pass_name: str, where: RowFilter, *, limit: int) -> list[Row]:
-        """Rows within `where` that `pass_name` has not marked, oldest first."""
-        ...
-
-    async def read_state(self, scope: str, key: str) -> StateEntry | None:
-        """The newest version of a piece of learning state (a block, a cached synthesis)."""
-        ...
-
-    async def write_state(
-        self, scope: str, key: str, value: str, *, at: datetime, keep: int = 20
-    ) -> int:
-        """Write a new version of `(scope, key)` and return its number; the newest `keep`
-        versions are kept, older ones dropped."""
-        ...
-
-    async def state_keys(self, scope: str) -> list[str]:
-        """Every key of `scope` that has a value, sorted."""
-        ...
-
-    async def state_history(self, scope: str, key: str, *, limit: int = 20) -> list[StateEntry]:
-        """The kept versions of `(scope, key)`, newest first (at most `limit`)."""
-        ...
-
-    async def log_model_call(self, call: ModelCallRecord) -> None:
-        """Append one language-model call to the usage log."""
-        ...
-
-    async def model_usage(self) -> list[UsageTotals]:
-        """Calls, requests and tokens per purpose, over the whole log."""
-        ...
-
-    async def erase_state(self, scope: str, key: str) -> int:
-        """Hard-delete every version of `(scope, key)` (a person asked to be forgotten);
-        return how many versions were erased."""
-        ...
-
-    # -- end of the learning block -------------------------------------------------------
+class Store(RowStore, Ledger, Protocol):
+    """A whole backend: one object that is both a `RowStore` and a `Ledger` (one
+    database, so `forget` can take rows, marks and state in one transaction)."""
 
 
 def row_matches(row: Row, where: RowFilter) -> bool:
@@ -372,8 +343,8 @@ def _merge(hits: list[Hit], scores: Mapping[str, float]) -> list[Hit]:
     return hits + [Hit(row_id=i, score=v) for i, v in scores.items() if i not in known]
 
 
-async def gather_stepwise(store: Store, query: HybridQuery) -> HybridSignals:
-    """`Store.hybrid` from the store's other methods, one call per step."""
+async def gather_stepwise(store: RowStore, query: HybridQuery) -> HybridSignals:
+    """`RowStore.hybrid` from the store's other methods, one call per step."""
     dense = await store.vector_search(query.vector, query.where, limit=query.candidates)
     text = await store.text_search(query.terms, query.where, limit=query.candidates)
     from_dense, from_text = frozenset(h.row_id for h in dense), frozenset(h.row_id for h in text)
@@ -399,51 +370,3 @@ async def gather_stepwise(store: Store, query: HybridQuery) -> HybridSignals:
         from_text=from_text,
         adjacency={k: sorted(v) for k, v in adjacency.items()},
     )
-
-
-# -- learning passes' bookkeeping (append-only block) ------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class StateEntry:
-    """One version of a piece of learning state."""
-
-    scope: str
-    """What kind of state: `block`, `synthesis`, ..."""
-    key: str
-    value: str
-    version: int
-    """1 for the first write, then one more per write."""
-    written_at: datetime
-
-
-@dataclass(frozen=True, kw_only=True)
-class ModelCallRecord:
-    """One language-model call made by a memory pass, for cost accounting."""
-
-    purpose: str
-    """The pass: `extract`, `reconcile`, `synthesize`, `summarize`, `review`."""
-    model: str
-    requests: int
-    """Model requests in the call (retries of a malformed answer count)."""
-    input_tokens: int
-    output_tokens: int
-    outcome: str
-    """`ok`, or why the answer was not used (`malformed`, `invalid`)."""
-    called_at: datetime
-
-
-@dataclass(frozen=True, kw_only=True)
-class UsageTotals:
-    """Model usage of one pass."""
-
-    purpose: str
-    calls: int
-    requests: int
-    input_tokens: int
-    output_tokens: int
-    failures: int
-    """Calls whose answer could not be used."""
-
-
-# -- end of the learning block -----------------------------------------------------------

@@ -41,14 +41,12 @@ from phi.memory.store.base import (
     Hit,
     HybridQuery,
     HybridSignals,
-    ModelCallRecord,
     NamespaceInfo,
     RowFilter,
     RowWrite,
-    StateEntry,
     StoreStats,
-    UsageTotals,
 )
+from phi.memory.store.ledger import ModelCallRecord, StateEntry, UsageTotals
 
 __all__ = ["SQLiteStore"]
 
@@ -56,7 +54,7 @@ T = TypeVar("T")
 
 
 class SQLiteStore:
-    """A memory store in one SQLite file."""
+    """A memory store in one SQLite file: a `RowStore` and a `Ledger` (a `Store`)."""
 
     def __init__(self, path: str | Path, *, busy_timeout: float = BUSY_TIMEOUT_MS / 1000) -> None:
         """A store at `path`; `busy_timeout` is how many seconds a write waits for another
@@ -375,7 +373,7 @@ class SQLiteStore:
             size_bytes=size,
         )
 
-    # -- learning passes' bookkeeping (append-only block) --------------------------------
+    # -- Ledger: learning marks, key/value state, the model-call log -------------------
 
     async def mark(self, pass_name: str, row_ids: Sequence[str], *, at: datetime) -> None:
         await self._write(
@@ -413,5 +411,3 @@ class SQLiteStore:
 
     async def erase_state(self, scope: str, key: str) -> int:
         return await self._write(partial(learning_sql.delete_state, scope=scope, key=key))
-
-    # -- end of the learning block -------------------------------------------------------

@@ -4,6 +4,8 @@
 "use strict";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
+// A person's namespace: phi.memory.model.USER_NAMESPACE_PREFIX, the one spelling in Python.
+const USER_NAMESPACE_PREFIX = "phi-users-";
 const SIZE = 640, CENTRE = SIZE / 2, RADIUS = 260;
 const PALETTE = ["#7aa2f7", "#9ece6a", "#e0af68", "#bb9af7", "#f7768e", "#2ac3de"];
 
@@ -160,9 +162,9 @@ async function search(query) {
     const item = rowItem(hit, "result");
     const where = el("div", { class: "meta" }, `${hit.namespace} · found by ${hit.matched_by} · score ${hit.score.toFixed(3)}`);
     item.appendChild(where);
-    if (hit.namespace.startsWith("phi-users-")) {
+    if (hit.namespace.startsWith(USER_NAMESPACE_PREFIX)) {
       item.style.cursor = "pointer";
-      item.addEventListener("click", () => showPerson(hit.namespace.slice("phi-users-".length)));
+      item.addEventListener("click", () => showPerson(hit.namespace.slice(USER_NAMESPACE_PREFIX.length)));
     }
     list.appendChild(item);
   }

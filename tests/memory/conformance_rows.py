@@ -1,0 +1,357 @@
+"""Behaviour every `RowStore` backend shares (rows, edges, vectors, text, forget).
+
+A backend's test module subclasses `RowStoreConformance` and provides a `store` fixture
+yielding a connected, empty row store bound to the 4-dimensional `CONFORMANCE_SPEC`. Its
+ledger has its own suite, `tests/memory/conformance_ledger.py`.
+
+Among it: writes are idempotent upserts on `(namespace, content_hash)` that return the
+stored row, and `forget` follows provenance (author, the person's own record URIs,
+`derived_from` and `causal` links) and erases it all in one call. Concurrency across
+processes is exercised per backend in `tests/durability/`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import pytest
+
+from phi.errors import EmbedderMismatch, NamespaceNotFound, RowNotFound, StoreError
+from phi.memory.model import Edge, Row, content_hash, new_row_id
+from phi.memory.store import EmbeddingSpec, RowFilter, RowStore, RowWrite
+from phi.memory.store.base import DERIVED_FROM, PUBLISHED_URIS, HybridQuery, gather_stepwise
+
+CONFORMANCE_SPEC = EmbeddingSpec(model="conformance-4d", dimension=4)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+
+
+def make_row(content: str, *, namespace: str = "ns-a", at: int = 0, **fields: Any) -> Row:
+    kind = fields.pop("kind", "note")
+    sources = tuple(fields.pop("source_uris", ()))
+    return Row(
+        row_id=fields.pop("row_id", new_row_id()),
+        namespace=namespace,
+        kind=kind,
+        content=content,
+        status=fields.pop("status", "active"),
+        supersedes=fields.pop("supersedes", None),
+        trust=fields.pop("trust", "medium"),
+        tags=tuple(fields.pop("tags", ())),
+        source_uris=sources,
+        author=fields.pop("author", None),
+        created_at=T0 + timedelta(days=at),
+        updated_at=T0 + timedelta(days=at),
+        meta=fields.pop("meta", {}),
+        content_hash=content_hash(kind, content, sources),
+    )
+
+
+def vec(*values: float) -> np.ndarray[Any, np.dtype[np.float32]]:
+    v = np.array(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def w(row: Row, vector: Any, refs: tuple[str, ...] = ()) -> RowWrite:
+    return RowWrite(row=row, vector=vector, refs=refs)
+
+
+@pytest.mark.anyio
+class RowStoreConformance:
+    async def test_rows_round_trip(self, store: RowStore) -> None:
+        row = make_row(
+            "likes rust",
+            tags=("code",),
+            source_uris=("at://x/1",),
+            author="did:plc:a",
+            meta={"thread": "t1", "n": 1},
+        )
+        await store.write([w(row, vec(1, 0, 0, 0))], [])
+        assert await store.get_rows([row.row_id]) == [row]
+        assert await store.get_rows(["missing"]) == []
+        (back,) = (await store.get_vectors([row.row_id])).values()
+        assert np.allclose(back, vec(1, 0, 0, 0))
+
+    async def test_embedding_is_recorded_and_a_mismatch_refused(self, store: RowStore) -> None:
+        assert await store.embedding() == CONFORMANCE_SPEC
+        await store.bind_embedding(CONFORMANCE_SPEC)
+        with pytest.raises(EmbedderMismatch, match="conformance-4d"):
+            await store.bind_embedding(EmbeddingSpec(model="other", dimension=4))
+
+    async def test_wrong_vector_size_is_refused_and_nothing_written(self, store: RowStore) -> None:
+        good, bad = make_row("a"), make_row("b")
+        with pytest.raises(StoreError, match="does not fit"):
+            await store.write([w(good, vec(1, 0, 0, 0)), w(bad, np.ones(3, dtype=np.float32))], [])
+        assert await store.count(RowFilter(statuses=None)) == 0
+
+    async def test_write_is_atomic_when_an_edge_is_bad(self, store: RowStore) -> None:
+        row = make_row("a")
+        with pytest.raises(RowNotFound):
+            await store.write(
+                [w(row, vec(1, 0, 0, 0))], [Edge(src=row.row_id, dst="nope", edge_type="causal")]
+            )
+        assert await store.get_rows([row.row_id]) == []
+
+    async def test_find_by_hash(self, store: RowStore) -> None:
+        row = make_row("same", namespace="ns-a")
+        await store.write([w(row, vec(1, 0, 0, 0))], [])
+        found = await store.find_by_hash([("ns-a", row.content_hash), ("ns-a", "x")])
+        assert found == {("ns-a", row.content_hash): row}
+        assert await store.find_by_hash([("ns-b", row.content_hash)]) == {}
+
+    async def test_write_is_an_idempotent_upsert_on_identity(self, store: RowStore) -> None:
+        first = make_row("same text", source_uris=("at://x/1",), at=1)
+        (stored,) = await store.write([w(first, vec(1, 0, 0, 0), ("alice.test",))], [])
+        assert stored == first
+        # Another writer made the same row (same namespace and content hash, its own id)
+        # and links a new row to it: one row stays, the edge lands on it, no error.
+        again = make_row("same text", source_uris=("at://x/1",), at=2)
+        other = make_row("other text", at=3)
+        assert again.content_hash == first.content_hash and again.row_id != first.row_id
+        back = await store.write(
+            [w(again, vec(0, 1, 0, 0), ("alice.test",)), w(other, vec(0, 0, 1, 0))],
+            [Edge(src=again.row_id, dst=other.row_id, edge_type="temporal")],
+        )
+        assert back == [first, other]
+        assert await store.get_rows([again.row_id]) == []
+        assert await store.count(RowFilter(statuses=None)) == 2
+        assert [(e.src, e.dst) for e in await store.edges([other.row_id])] == [
+            (first.row_id, other.row_id)
+        ]
+        assert await store.ref_counts(["alice.test"]) == {"alice.test": 1}
+        (kept,) = (await store.get_vectors([first.row_id])).values()
+        assert np.allclose(kept, vec(1, 0, 0, 0))
+        hits = await store.text_search(["same"], RowFilter(), limit=5)
+        assert [h.row_id for h in hits] == [first.row_id]
+
+    async def test_a_repeated_row_within_one_write_is_stored_once(self, store: RowStore) -> None:
+        a, b = make_row("twice"), make_row("twice")
+        back = await store.write([w(a, vec(1, 0, 0, 0)), w(b, vec(1, 0, 0, 0))], [])
+        assert back == [a, a]
+        assert await store.count(RowFilter(statuses=None)) == 1
+
+    async def test_vector_search_filters_exactly(self, store: RowStore) -> None:
+        rows = [
+            make_row("a1", namespace="ns-a", kind="note", at=1),
+            make_row("a2", namespace="ns-a", kind="observation", author="did:plc:x", at=2),
+            make_row("a3", namespace="ns-a", kind="note", status="superseded", at=3),
+            make_row("b1", namespace="ns-b", kind="note", at=4),
+        ]
+        vectors = [vec(1, 0, 0, 0), vec(1, 0.1, 0, 0), vec(1, 0.2, 0, 0), vec(1, 0, 0, 0.01)]
+        await store.write([w(r, v) for r, v in zip(rows, vectors, strict=True)], [])
+        q = vec(1, 0, 0, 0)
+
+        async def ids(**f: Any) -> list[str]:
+            hits = await store.vector_search(q, RowFilter(**f), limit=10)
+            return [r.content for r in await store.get_rows([h.row_id for h in hits])]
+
+        assert await ids(namespaces=("ns-a",)) == ["a1", "a2"]
+        assert await ids(namespaces=("ns-a",), statuses=None) == ["a1", "a2", "a3"]
+        assert await ids(namespaces=("ns-a", "ns-b")) == ["a1", "b1", "a2"]
+        assert await ids(kinds=("observation",)) == ["a2"]
+        assert await ids(author="did:plc:x") == ["a2"]
+        assert await ids(since=T0 + timedelta(days=2), statuses=None) == ["b1", "a2", "a3"]
+        assert await ids(until=T0 + timedelta(days=2)) == ["a1"]
+        assert await ids(namespaces=("ns-c",)) == []
+        hits = await store.vector_search(q, RowFilter(), limit=1)
+        assert len(hits) == 1 and hits[0].score == pytest.approx(1.0, abs=1e-5)
+
+    async def test_text_search_ranks_by_bm25_within_scope(self, store: RowStore) -> None:
+        rows = [
+            make_row("crows are clever birds", namespace="ns-a"),
+            make_row("I adopted a crow, crows everywhere", namespace="ns-a"),
+            make_row("stock markets", namespace="ns-a"),
+            make_row("crows crows crows", namespace="ns-b"),
+        ]
+        await store.write([w(r, vec(1, 0, 0, i + 1)) for i, r in enumerate(rows)], [])
+        hits = await store.text_search(["crows"], RowFilter(namespaces=("ns-a",)), limit=10)
+        found = [r.content for r in await store.get_rows([h.row_id for h in hits])]
+        assert set(found) == {"crows are clever birds", "I adopted a crow, crows everywhere"}
+        assert all(h.score > 0 for h in hits)
+        assert await store.text_search([], RowFilter(), limit=10) == []
+        assert await store.text_search(['"quoted" (odd) AND'], RowFilter(), limit=10) == []
+
+    async def test_latest_is_newest_first(self, store: RowStore) -> None:
+        rows = [make_row(f"r{i}", at=i, meta={"thread": "t" if i % 2 else "u"}) for i in range(5)]
+        await store.write([w(r, vec(1, 0, 0, i + 1)) for i, r in enumerate(rows)], [])
+        latest = await store.latest(RowFilter(namespaces=("ns-a",)), limit=3)
+        assert [r.content for r in latest] == ["r4", "r3", "r2"]
+        in_thread = await store.latest(RowFilter(thread="t"), limit=5)
+        assert [r.content for r in in_thread] == ["r3", "r1"]
+        many = await store.latest_many(
+            [RowFilter(thread="u"), RowFilter(namespaces=("x",))], limit=1
+        )
+        assert [[r.content for r in rows] for rows in many] == [["r4"], []]
+
+    async def test_edges_both_directions_and_by_type(self, store: RowStore) -> None:
+        a, b, c = make_row("a"), make_row("b"), make_row("c")
+        await store.write(
+            [w(a, vec(1, 0, 0, 0)), w(b, vec(0, 1, 0, 0)), w(c, vec(0, 0, 1, 0))],
+            [
+                Edge(src=a.row_id, dst=b.row_id, edge_type="temporal"),
+                Edge(src=c.row_id, dst=b.row_id, edge_type="semantic", weight=0.7),
+            ],
+        )
+        edges = await store.edges([b.row_id])
+        assert {(e.src, e.dst, e.edge_type) for e in edges} == {
+            (a.row_id, b.row_id, "temporal"),
+            (c.row_id, b.row_id, "semantic"),
+        }
+        assert [e.edge_type for e in await store.edges([b.row_id], types=["semantic"])] == [
+            "semantic"
+        ]
+        await store.add_edges([Edge(src=c.row_id, dst=b.row_id, edge_type="semantic", weight=0.9)])
+        (semantic,) = await store.edges([c.row_id], types=["semantic"])
+        assert semantic.weight == pytest.approx(0.9)
+
+    async def test_set_status_changes_what_filters_see(self, store: RowStore) -> None:
+        row = make_row("old belief")
+        await store.write([w(row, vec(1, 0, 0, 0))], [])
+        await store.set_status([row.row_id], "superseded", at=T0 + timedelta(days=9))
+        (back,) = await store.get_rows([row.row_id])
+        assert back.status == "superseded" and back.updated_at == T0 + timedelta(days=9)
+        assert await store.vector_search(vec(1, 0, 0, 0), RowFilter(), limit=5) == []
+        assert await store.text_search(["belief"], RowFilter(), limit=5) == []
+        with pytest.raises(RowNotFound):
+            await store.set_status(["nope"], "active", at=T0)
+
+    async def test_references(self, store: RowStore) -> None:
+        a, b = make_row("a", at=1), make_row("b", at=2, namespace="ns-b")
+        await store.write(
+            [w(a, vec(1, 0, 0, 0), ("alice.test",)), w(b, vec(0, 1, 0, 0), ("alice.test", "x"))], []
+        )
+        assert await store.ref_counts(["alice.test", "x", "y"]) == {"alice.test": 2, "x": 1}
+        assert await store.rows_with_ref("alice.test", RowFilter(), limit=5) == [b.row_id, a.row_id]
+        assert await store.rows_with_ref(
+            "alice.test", RowFilter(namespaces=("ns-a",)), limit=5
+        ) == [a.row_id]
+
+    async def test_namespaces_count_and_scan(self, store: RowStore) -> None:
+        rows = [make_row(f"r{i}", namespace="ns-b" if i == 2 else "ns-a", at=i) for i in range(4)]
+        await store.write([w(r, vec(1, 0, 0, i + 1)) for i, r in enumerate(rows)], [])
+        infos = {n.namespace: n for n in await store.namespaces()}
+        assert (infos["ns-a"].rows, infos["ns-b"].rows) == (3, 1)
+        assert infos["ns-a"].last_created_at == T0 + timedelta(days=3)
+        assert [n.namespace for n in await store.namespaces(prefix="ns-b")] == ["ns-b"]
+        assert await store.count(RowFilter(namespaces=("ns-a",))) == 3
+        scanned = [r.content async for r in store.scan(RowFilter(), batch_size=2)]
+        assert scanned == ["r0", "r1", "r2", "r3"]
+
+    async def test_forget_erases_a_namespace_and_nothing_else(self, store: RowStore) -> None:
+        a1, a2, b1 = make_row("a1"), make_row("a2"), make_row("b1", namespace="ns-b")
+        await store.write(
+            [
+                w(a1, vec(1, 0, 0, 0), ("r",)),
+                w(a2, vec(0, 1, 0, 0)),
+                w(b1, vec(0, 0, 1, 0), ("r",)),
+            ],
+            [
+                Edge(src=a1.row_id, dst=a2.row_id, edge_type="temporal"),
+                Edge(src=a1.row_id, dst=b1.row_id, edge_type="reference"),
+            ],
+        )
+        report = await store.forget("ns-a")
+        assert (report.rows, report.edges, dict(report.kinds)) == (2, 2, {"note": 2})
+        assert await store.get_rows([a1.row_id, a2.row_id, b1.row_id]) == [b1]
+        assert await store.edges([b1.row_id]) == []
+        assert await store.ref_counts(["r"]) == {"r": 1}
+        assert await store.text_search(["a1"], RowFilter(), limit=5) == []
+        hits = await store.vector_search(vec(1, 0, 0, 0), RowFilter(statuses=None), limit=5)
+        assert [h.row_id for h in hits] == [b1.row_id]
+        with pytest.raises(NamespaceNotFound):
+            await store.forget("ns-a")
+
+    async def test_forget_follows_provenance_in_every_namespace(self, store: RowStore) -> None:
+        did, person = "did:plc:alice", "phi-users-did:plc:alice"
+        own = make_row("alice likes crows", namespace=person, author=did, kind="observation")
+        card = make_row(
+            "crows are clever", namespace="phi-public",
+            meta={DERIVED_FROM: [own.row_id], PUBLISHED_URIS: ["at://did:plc:phi/io.phi.card/1"]},
+        )  # fmt: skip
+        card_of_card = make_row("corvids recap", namespace="phi-public")
+        about = make_row("alice posted about crows", namespace="phi-episodic", author=did)
+        archived = make_row(
+            "a post", namespace="phi-observations",
+            source_uris=(f"at://{did}/app.bsky.feed.post/1",),
+        )  # fmt: skip
+        kept = [
+            make_row("a public note", namespace="phi-public"),
+            make_row(
+                "bob's post",
+                namespace="phi-observations",
+                source_uris=("at://did:plc:aliceson/app.bsky.feed.post/1",),
+            ),
+            make_row("bob likes tea", namespace="phi-episodic", author="did:plc:bob"),
+        ]
+        rows = [own, card, card_of_card, about, archived, *kept]
+        await store.write(
+            [w(r, vec(1, i, 0, 1)) for i, r in enumerate(rows)],
+            [
+                Edge(src=card.row_id, dst=card_of_card.row_id, edge_type="causal"),
+                Edge(src=kept[0].row_id, dst=card.row_id, edge_type="semantic", weight=0.8),
+            ],
+        )
+        report = await store.forget(person, author=did)
+        assert (report.namespace, report.rows, report.edges, report.state) == (person, 5, 2, 0)
+        assert dict(report.kinds) == {"observation": 1, "note": 4}
+        assert dict(report.derived) == {
+            "phi-episodic": 1, "phi-observations": 1, "phi-public": 2,
+        }  # fmt: skip
+        assert report.published == ("at://did:plc:phi/io.phi.card/1",)
+        assert await store.get_rows([r.row_id for r in rows]) == kept
+        hits = await store.vector_search(vec(1, 0, 0, 1), RowFilter(), limit=20)
+        assert {h.row_id for h in hits} == {r.row_id for r in kept}
+        assert await store.text_search(["crows", "alice"], RowFilter(), limit=20) == []
+
+    async def test_stats(self, store: RowStore) -> None:
+        await store.write([w(make_row("a"), vec(1, 0, 0, 0))], [])
+        stats = await store.stats()
+        assert (stats.rows, stats.edges, stats.namespaces, stats.embedding) == (
+            1,
+            0,
+            1,
+            CONFORMANCE_SPEC,
+        )
+
+    async def test_exact_scores_for_chosen_rows(self, store: RowStore) -> None:
+        a, b, c = make_row("crows and ravens"), make_row("just crows"), make_row("tax forms")
+        await store.write([w(a, vec(1, 0, 0, 0)), w(b, vec(0, 1, 0, 0)), w(c, vec(1, 1, 0, 0))], [])
+        dense = await store.vector_scores(vec(1, 0, 0, 0), [a.row_id, c.row_id, "missing"])
+        assert dense == pytest.approx({a.row_id: 1.0, c.row_id: 2**-0.5}, abs=1e-5)
+        text = await store.text_scores(["ravens", "crows"], [a.row_id, c.row_id], RowFilter())
+        assert set(text) == {a.row_id} and text[a.row_id] > 0
+        assert await store.text_scores([], [a.row_id], RowFilter()) == {}
+        elsewhere = RowFilter(namespaces=("ns-b",))
+        assert await store.text_scores(["crows"], [a.row_id, b.row_id], elsewhere) == {}
+
+    async def test_hybrid_agrees_with_the_stepwise_definition(self, store: RowStore) -> None:
+        rows = [
+            make_row(f"turn {i} about {'crows' if i % 3 == 0 else 'tea'}", at=i) for i in range(9)
+        ]
+        other = make_row("crows elsewhere", namespace="ns-b")
+        vectors = [vec(1, i / 9, (i % 3) / 3, 0.1) for i in range(9)]
+        chain = [Edge(src=a.row_id, dst=b.row_id, edge_type="temporal") for a, b in pairwise(rows)]
+        chain.append(Edge(src=rows[4].row_id, dst=other.row_id, edge_type="reference"))
+        await store.write(
+            [*(w(r, v) for r, v in zip(rows, vectors, strict=True)), w(other, vec(1, 0, 0, 0))],
+            chain,
+        )
+        query = HybridQuery(
+            vector=vec(1, 0.5, 0, 0.1), terms=("crows",), where=RowFilter(namespaces=("ns-a",)),
+            candidates=2, graph_types=("temporal",), hops=2, seeds=lambda d, t: [d[0].row_id],
+        )  # fmt: skip
+        fast, slow = await store.hybrid(query), await gather_stepwise(store, query)
+        assert (fast.from_dense, fast.from_text) == (slow.from_dense, slow.from_text)
+        assert {h.row_id: round(h.score, 5) for h in fast.dense} == {
+            h.row_id: round(h.score, 5) for h in slow.dense
+        }
+        assert {h.row_id: round(h.score, 5) for h in fast.text} == {
+            h.row_id: round(h.score, 5) for h in slow.text
+        }
+        assert {k: sorted(v) for k, v in fast.adjacency.items()} == {
+            k: sorted(v) for k, v in slow.adjacency.items()
+        }
+        assert len(fast.adjacency) == 5 and other.row_id not in fast.adjacency
+        assert other.row_id not in {h.row_id for h in [*fast.dense, *fast.text]}
