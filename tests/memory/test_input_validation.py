@@ -37,7 +37,7 @@ async def test_bad_text_is_refused_and_nothing_is_stored(
 ) -> None:
     arguments: dict[str, Any] = {"content": "hello", "namespace": "notes", **change}
     with pytest.raises(InvalidInput, match=named):
-        await memory.remember(**arguments)
+        await memory.remember(NewRow(**arguments))
     assert (await memory.stats()).rows == 0
 
 
