@@ -281,6 +281,8 @@ def validate_row_text(item: NewRow) -> None:
         validate_did(validate_text(item.author, what="author"), what="author")
     if item.supersedes is not None:
         validate_text(item.supersedes, what="supersedes")
+    if item.thread is not None:
+        validate_text(item.thread, what="meta thread")
     try:
         json.dumps(item.meta, ensure_ascii=False, default=str).encode("utf-8")
     except UnicodeEncodeError:
