@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from phi.cli.bench import bench_app
+from phi.cli.capture import capture_command
 from phi.cli.mcp import mcp_command
 from phi.cli.memory import memory_app
 from phi.cli.run import prompt_command, run_command
@@ -23,6 +24,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(bench_app, name="bench")
 app.add_typer(sandbox_app, name="sandbox")
 app.command("mcp")(mcp_command)
+app.command("capture")(capture_command)
 app.command("web")(web_command)
 app.command("run")(run_command)
 app.command("prompt")(prompt_command)

@@ -10,7 +10,7 @@ what is worth remembering.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
@@ -101,6 +101,7 @@ async def capture(
     by_agent: bool = False,
     path: str | None = None,
     tool: str | None = None,
+    extra_meta: Mapping[str, str] | None = None,
 ) -> Captured:
     """Chunk and store one item of a session in thread `session` of `namespace`.
 
@@ -123,6 +124,7 @@ async def capture(
         meta["path"] = path
     if tool:
         meta["tool"] = tool
+    meta.update(extra_meta or {})
     rows: list[NewRow] = []
     for index, chunk in enumerate(chunks):
         chunk_meta = {**meta, "chunk": index}

@@ -21,6 +21,7 @@ from phi.errors import InvalidInput, NamespaceNotFound, RowNotFound
 from phi.memory.embed import Embedder, MiniLMEmbedder
 from phi.memory.ingest import IngestPolicy, write_rows
 from phi.memory.model import (
+    EDGE_TYPES,
     MAX_CONTENT_CHARS,
     STATUSES,
     TRUST_OF_KIND,
@@ -450,3 +451,30 @@ class Memory:
                 report, kinds={**report.kinds, "user block versions": report.state}
             )
         return report
+
+    # -- graph (additive block: links and walks built on `neighbors` and `store.edges`) ---
+
+    async def link(self, src: str, dst: str, *, edge_type: EdgeType, weight: float = 1.0) -> Edge:
+        """Add an edge of `edge_type` from row `src` to row `dst` (both in one namespace).
+
+        An edge that exists already keeps the higher weight. Linking across namespaces is
+        refused: a walk from one person's row must never reach another's.
+        """
+        if edge_type not in EDGE_TYPES:
+            raise InvalidInput(
+                f"unknown edge type {edge_type!r}; expected one of {', '.join(EDGE_TYPES)}"
+            )
+        if src == dst:
+            raise InvalidInput(f"cannot link row {src!r} to itself")
+        if not 0.0 < weight <= 1.0:
+            raise InvalidInput(f"edge weight {weight!r} is out of range (0, 1]")
+        first, second = await self.get(src), await self.get(dst)
+        if first.namespace != second.namespace:
+            raise InvalidInput(
+                f"rows {src!r} ({first.namespace!r}) and {dst!r} ({second.namespace!r}) are in "
+                "different namespaces; link rows of one namespace"
+            )
+        edge = Edge(src=src, dst=dst, edge_type=edge_type, weight=weight, created_at=utc_now())
+        async with self._write_lock:
+            await self.store.add_edges([edge])
+        return edge
