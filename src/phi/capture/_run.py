@@ -160,7 +160,8 @@ def drain(
     try:
         return anyio.run(go)
     except PhiError as exc:
-        print(f"phi capture: {exc}", file=err)
+        # Opening a busy store fails the same way as writing to one: the queue keeps it all.
+        print(f"phi capture: {spool.pending()} event(s) queued for later: {exc}", file=err)
         return None
 
 

@@ -156,7 +156,7 @@ async def drain_into(memory: Memory, spool: Spool, *, err: TextIO) -> int:
             await apply_event(memory, parse_event(entry.payload), namespace=entry.namespace)
         except StoreError as exc:
             print(
-                f"phi capture: store busy, {spool.pending()} event(s) queued: {exc}",
+                f"phi capture: {spool.pending()} event(s) queued for later: {exc}",
                 file=err,
             )
             return False
