@@ -26,7 +26,7 @@ def test_every_captured_event_runs_phi_capture(tmp_path: Path) -> None:
     # resolves to phi's hook and refuses it without blocking the host (exit 1, not 2).
     done = subprocess.run(
         command,
-        shell=True,  # noqa: S602 - the host runs hook commands through a shell
+        shell=True,  # the host runs hook commands through a shell
         input='{"hook_event_name": "Stop"}',
         capture_output=True,
         text=True,
