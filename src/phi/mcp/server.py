@@ -24,6 +24,7 @@ from pydantic import Field
 from phi.errors import InvalidInput, PhiError
 from phi.mcp._scope import Scope
 from phi.mcp.capture import CaptureKind, capture
+from phi.mcp.graph import add_graph_tools
 from phi.memory import EdgeType, Kind, Memory, user_namespace
 
 __all__ = ["DEFAULT_SESSION_NAMESPACE", "McpOptions", "build_server"]
@@ -105,6 +106,7 @@ def build_server(memory: Memory, options: McpOptions | None = None) -> MCPServer
     _add_write_tools(server, memory, scope, opts)
     _add_read_tools(server, memory, scope)
     _add_session_start(server, memory, scope)
+    add_graph_tools(server, memory, scope)
     return server
 
 

@@ -5,7 +5,7 @@ This package imports nothing from the rest of phi except `phi.errors`.
 
 from phi.memory.embed import Embedder, MiniLMEmbedder
 from phi.memory.ingest import IngestPolicy, extract_refs
-from phi.memory.memory import Memory, Neighbour
+from phi.memory.memory import Memory, Neighbour, Step
 from phi.memory.model import Edge, EdgeType, Kind, NewRow, Row, Status, Trust, Turn, user_namespace
 from phi.memory.preload import ContextWindow
 from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe
@@ -26,6 +26,7 @@ __all__ = [
     "Recalled",
     "Row",
     "Status",
+    "Step",
     "Trust",
     "Turn",
     "extract_refs",

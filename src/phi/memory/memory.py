@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Final, Self
 
 import anyio
 
@@ -50,7 +50,7 @@ from phi.memory.store import (
 )
 from phi.memory.store import open_store as _open_store
 
-__all__ = ["Memory", "Neighbour"]
+__all__ = ["MAX_WALK_DEPTH", "Memory", "Neighbour", "Step"]
 
 _MAX_HISTORY = 1000
 """A guard against a cycle in damaged data; no real belief changes this often."""
@@ -63,6 +63,23 @@ class Neighbour:
     """A row linked to another, with the edge that links them."""
 
     edge: Edge
+    row: Row
+
+
+MAX_WALK_DEPTH: Final = 3
+"""How far `walk` goes: past three hops nearly every row of a busy namespace is reachable."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """A row reached by `Memory.walk`."""
+
+    depth: int
+    """Hops from the start row (1-3)."""
+    via: str
+    """The row it was reached from."""
+    edge: Edge
+    """The edge between `via` and this row."""
     row: Row
 
 
@@ -478,3 +495,38 @@ class Memory:
         async with self._write_lock:
             await self.store.add_edges([edge])
         return edge
+
+    async def walk(
+        self,
+        row_id: str,
+        *,
+        depth: int = 2,
+        types: Sequence[EdgeType] | None = None,
+        limit: int = 100,
+    ) -> list[Step]:
+        """The rows reachable from `row_id` in at most `depth` hops (1-3), nearest first.
+
+        Breadth-first over `neighbors`, so a walk never leaves the row's namespace; each row
+        appears once, at its shortest distance, with the edge it was reached by. Stops after
+        `limit` rows (a hub row can have hundreds of semantic neighbours).
+        """
+        if not 1 <= depth <= MAX_WALK_DEPTH:
+            raise InvalidInput(f"depth {depth} is out of range 1-{MAX_WALK_DEPTH}")
+        if not 1 <= limit <= 1000:
+            raise InvalidInput(f"limit {limit} is out of range 1-1000")
+        seen = {row_id}
+        frontier = [row_id]
+        steps: list[Step] = []
+        for hop in range(1, depth + 1):
+            next_frontier: list[str] = []
+            for current in frontier:
+                for found in await self.neighbors(current, types=types):
+                    if found.row.row_id in seen:
+                        continue
+                    seen.add(found.row.row_id)
+                    steps.append(Step(depth=hop, via=current, edge=found.edge, row=found.row))
+                    next_frontier.append(found.row.row_id)
+                    if len(steps) >= limit:
+                        return steps
+            frontier = next_frontier
+        return steps
