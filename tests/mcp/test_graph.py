@@ -141,3 +141,29 @@ def test_cli_walk_and_link(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
     )
     assert done.exit_code == 2
     assert "unknown edge type 'x'" in done.output
+
+
+async def test_mcp_capture_links_a_result_to_the_sessions_decision(memory: Memory) -> None:
+    async with Client(build_server(memory)) as client:
+        decided = await call(
+            client,
+            "capture",
+            session="s1",
+            kind="decision",
+            content="retry the flaky upload with exponential backoff",
+        )
+        result = await call(
+            client,
+            "capture",
+            session="s1",
+            kind="tool_result",
+            tool="pytest",
+            content="upload tests: 12 passed",
+        )
+        other = await call(
+            client, "capture", session="s2", kind="error", content="unrelated session failed"
+        )
+    (decision_id,) = decided["row_ids"]
+    causal = await memory.neighbors(decision_id, types=["causal"])
+    assert [(n.edge.src, n.edge.dst) for n in causal] == [(decision_id, result["row_ids"][0])]
+    assert await memory.neighbors(other["row_ids"][0], types=["causal"]) == []

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from phi.errors import InvalidInput, NamespaceNotFound
+from phi.errors import InvalidInput
 
 if TYPE_CHECKING:
     from phi.memory import Memory, Row
@@ -164,26 +164,10 @@ def _last_assistant_text(transcript: str | None) -> str | None:
     return last
 
 
-async def _find(
-    memory: Memory, namespace: str, session: str, capture_kind: str, tool_use_id: str | None
-) -> Row | None:
-    """The newest row of `session` captured as `capture_kind` (with `tool_use_id` if given)."""
-    try:
-        recent = await memory.recent(namespace=namespace, limit=_LOOKBACK)
-    except NamespaceNotFound:
-        return None  # the session's first event in a new namespace
-    for row in recent:
-        meta = row.meta
-        if meta.get("session") != session or meta.get("capture") != capture_kind:
-            continue
-        if tool_use_id is None or meta.get("tool_use_id") == tool_use_id:
-            return row
-    return None
-
-
 async def apply_event(memory: Memory, event: HookEvent, *, namespace: str) -> HookOutcome:
     """Store what `event` carries in `namespace` and link it to its cause."""
-    from phi.mcp.capture import capture  # the MCP package is heavy; hooks without it start fast
+    # The MCP package is heavy; a hook that only queues never imports it.
+    from phi.mcp.capture import capture, latest_in_session
 
     name = event.hook_event_name
     session = event.session_id
@@ -198,7 +182,7 @@ async def apply_event(memory: Memory, event: HookEvent, *, namespace: str) -> Ho
         )
         return HookOutcome(event=name, rows=done.rows)
     if name == "PreToolUse" and event.tool_name:
-        cause = await _find(memory, namespace, session, "turn", None)
+        cause = await latest_in_session(memory, namespace=namespace, session=session, kind="turn")
         done = await capture(
             memory,
             namespace=namespace,
@@ -207,12 +191,14 @@ async def apply_event(memory: Memory, event: HookEvent, *, namespace: str) -> Ho
             content=_clip(_decision_text(event)),
             tool=event.tool_name,
             extra_meta={"tool_use_id": event.tool_use_id} if event.tool_use_id else None,
+            caused_by=cause.row_id if cause else None,
         )
-        return await _linked(memory, name, done.rows, cause)
+        return HookOutcome(event=name, rows=done.rows, caused_by=done.caused_by)
     if name in ("PostToolUse", "PostToolUseFailure") and event.tool_name:
-        cause = await _find(memory, namespace, session, "decision", event.tool_use_id)
-        if cause is None and event.tool_use_id:
-            cause = await _find(memory, namespace, session, "decision", None)
+        # The decision with the same tool_use_id: parallel tool calls interleave.
+        cause = await latest_in_session(
+            memory, namespace=namespace, session=session, tool_use_id=event.tool_use_id
+        ) or await latest_in_session(memory, namespace=namespace, session=session)
         path = (event.tool_input or {}).get("file_path")
         failed = _failed(event)
         body = _as_text(event.error) if event.error else _as_text(event.tool_response)
@@ -230,8 +216,9 @@ async def apply_event(memory: Memory, event: HookEvent, *, namespace: str) -> Ho
             tool=event.tool_name,
             path=path if isinstance(path, str) else None,
             extra_meta={"tool_use_id": event.tool_use_id} if event.tool_use_id else None,
+            caused_by=cause.row_id if cause else None,
         )
-        return await _linked(memory, name, done.rows, cause)
+        return HookOutcome(event=name, rows=done.rows, caused_by=done.caused_by)
     if name in ("Stop", "SubagentStop"):
         text = _last_assistant_text(event.transcript_path)
         if text:
@@ -246,12 +233,3 @@ async def apply_event(memory: Memory, event: HookEvent, *, namespace: str) -> Ho
             )
             return HookOutcome(event=name, rows=done.rows)
     return HookOutcome(event=name)
-
-
-async def _linked(
-    memory: Memory, name: HookName, rows: tuple[Row, ...], cause: Row | None
-) -> HookOutcome:
-    if cause is None or not rows or cause.row_id == rows[0].row_id:
-        return HookOutcome(event=name, rows=rows)
-    await memory.link(cause.row_id, rows[0].row_id, edge_type="causal")
-    return HookOutcome(event=name, rows=rows, caused_by=cause.row_id)
