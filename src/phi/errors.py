@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = [
     "EmbedderMismatch",
+    "EmbeddingFailed",
     "InvalidInput",
     "NamespaceNotFound",
     "PhiError",
@@ -66,3 +67,7 @@ class EmbedderMismatch(UserError):
 
 class StoreError(UserError):
     """The store file or URL cannot be used (corrupt, foreign, unsupported)."""
+
+
+class EmbeddingFailed(PhiError):
+    """An embedding server could not be reached or sent an unusable answer."""

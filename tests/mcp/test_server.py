@@ -68,7 +68,16 @@ async def round_trip(client: Client, namespace: str) -> None:
 async def test_tools_and_round_trip_in_process(memory: Memory) -> None:
     async with Client(build_server(memory)) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
-        assert names == {"remember", "recall", "preload", "neighbors", "history", "capture"}
+        assert names == {
+            "remember",
+            "recall",
+            "preload",
+            "neighbors",
+            "history",
+            "capture",
+            "link",
+            "walk",
+        }
         await round_trip(client, NS)
         prompt = await client.get_prompt("session_start", {"hint": "editors", "namespace": NS})
         assert "helix" in prompt.messages[0].content.text  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import typer
 
 from phi.cli.bench import bench_app
+from phi.cli.capture import capture_command
 from phi.cli.mcp import mcp_command
 from phi.cli.memory import memory_app
 from phi.cli.postgres import postgres_app
@@ -29,6 +30,7 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(postgres_app, name="postgres")
 app.command("mcp")(mcp_command)
+app.command("capture")(capture_command)
 app.command("web")(web_command)
 app.command("run")(run_command)
 app.command("prompt")(prompt_command)
@@ -40,4 +42,6 @@ def main() -> None:
 
 
 # Registers `phi memory extract | review | history | blocks ...` on `memory_app`.
+# Registers `phi memory walk | link` on `memory_app`.
+from phi.cli import memory_graph as _memory_graph  # noqa: E402, F401
 from phi.cli import memory_learning as _memory_learning  # noqa: E402, F401

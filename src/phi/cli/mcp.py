@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -43,10 +44,26 @@ def mcp_command(
     allow_forget: Annotated[
         bool, typer.Option("--allow-forget", help="Offer the `forget` tool (a hard delete).")
     ] = False,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file",
+            help="With --http: require a bearer token; lines 'PREFIX TOKEN' confine each "
+            "token to namespaces starting with PREFIX. Allows a non-loopback --host.",
+        ),
+    ] = None,
 ) -> None:
     """Serve phi's memory over MCP: remember, recall, preload, neighbors, history, capture."""
+    if token_file is not None:
+        if not http:
+            fail("--token-file needs --http (stdio has no tokens: the client owns the process)")
+        _serve_remote(db, sandbox, host, port, token_file, session_namespace, allow_forget)
+        return
     if http and not _loopback(host):
-        fail(f"--host {host!r} is not a loopback address; the MCP server has no authentication")
+        fail(
+            f"--host {host!r} is not a loopback address; the MCP server has no authentication"
+            " (give --token-file to require bearer tokens)"
+        )
     from phi.mcp import DEFAULT_SESSION_NAMESPACE, McpOptions, build_server
 
     try:
@@ -66,5 +83,35 @@ def mcp_command(
                 await server.run_streamable_http_async(host=host, port=port)
             else:
                 await server.run_stdio_async()
+
+    run(go)
+
+
+def _serve_remote(
+    db: str | None,
+    sandbox: bool,
+    host: str,
+    port: int,
+    token_file: Path,
+    session_namespace: str | None,
+    allow_forget: bool,
+) -> None:
+    """Streamable HTTP behind bearer tokens, each confined to its prefix (`phi.mcp.remote`)."""
+    import uvicorn
+
+    from phi.mcp import DEFAULT_SESSION_NAMESPACE, McpOptions
+    from phi.mcp.remote import build_remote_app, load_tokens
+
+    async def go() -> None:
+        tokens = load_tokens(token_file)
+        options = McpOptions(
+            allow_forget=allow_forget,
+            session_namespace=session_namespace or DEFAULT_SESSION_NAMESPACE,
+        )
+        async with open_memory(db, sandbox=sandbox, creates=True) as memory:
+            app = build_remote_app(memory, tokens, options, host=host)
+            note(f"MCP over streamable HTTP at http://{host}:{port}/mcp, bearer tokens required")
+            config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+            await uvicorn.Server(config).serve()
 
     run(go)

@@ -10,14 +10,21 @@ what is worth remembering.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
-from phi.errors import InvalidInput
+from phi.errors import InvalidInput, NamespaceNotFound
 from phi.memory import Memory, NewRow, Row, Turn
 
-__all__ = ["CAPTURE_KINDS", "CaptureKind", "Captured", "capture", "chunk_text"]
+__all__ = [
+    "CAPTURE_KINDS",
+    "CaptureKind",
+    "Captured",
+    "capture",
+    "chunk_text",
+    "latest_in_session",
+]
 
 CaptureKind = Literal["turn", "decision", "tool_result", "file_change", "error"]
 CAPTURE_KINDS: Final[tuple[CaptureKind, ...]] = get_args(CaptureKind)
@@ -29,6 +36,9 @@ MAX_CAPTURE_CHARS: Final = 200_000
 """A guard against a client sending a whole repository as one "file change"."""
 
 _PARAGRAPH: Final = re.compile(r"\n\s*\n")
+_RESULT_KINDS: Final = frozenset({"tool_result", "error", "file_change"})
+_LOOKBACK: Final = 200
+"""How many of the namespace's latest rows are searched for a session's decision."""
 
 
 def chunk_text(text: str, *, size: int = CHUNK_CHARS) -> list[str]:
@@ -78,6 +88,8 @@ class Captured:
     session: str
     rows: tuple[Row, ...]
     """One row per chunk, in order; temporal edges link them and the session's earlier items."""
+    caused_by: str | None = None
+    """The row a `causal` edge links to the first chunk, if any."""
 
 
 def _label(kind: CaptureKind, *, path: str | None, tool: str | None) -> str:
@@ -101,11 +113,18 @@ async def capture(
     by_agent: bool = False,
     path: str | None = None,
     tool: str | None = None,
+    extra_meta: Mapping[str, str] | None = None,
+    caused_by: str | None = None,
 ) -> Captured:
     """Chunk and store one item of a session in thread `session` of `namespace`.
 
     A `turn` is stored verbatim as a high-trust `interaction` (one turn per chunk, with its
     speaker); the other kinds are stored as `note` rows tagged with their kind.
+    `extra_meta` adds keys to each row's `meta` (a hook's `tool_use_id`).
+
+    A `causal` edge links `caused_by` (a row id) to the first chunk; without it, a
+    `tool_result`, `error` or `file_change` is linked to the session's latest `decision`,
+    so "why did we do X" finds both the decision and what came of it.
     """
     if kind not in CAPTURE_KINDS:
         raise InvalidInput(f"unknown capture kind {kind!r}; expected one of {CAPTURE_KINDS}")
@@ -123,6 +142,7 @@ async def capture(
         meta["path"] = path
     if tool:
         meta["tool"] = tool
+    meta.update(extra_meta or {})
     rows: list[NewRow] = []
     for index, chunk in enumerate(chunks):
         chunk_meta = {**meta, "chunk": index}
@@ -148,4 +168,33 @@ async def capture(
                     meta=chunk_meta,
                 )
             )
-    return Captured(session=session, rows=tuple(await memory.remember_many(rows)))
+    if caused_by is None and kind in _RESULT_KINDS:
+        decision = await latest_in_session(memory, namespace=namespace, session=session)
+        caused_by = decision.row_id if decision else None
+    stored = tuple(await memory.remember_many(rows))
+    if caused_by is not None and caused_by != stored[0].row_id:
+        await memory.link(caused_by, stored[0].row_id, edge_type="causal")
+    return Captured(session=session, rows=stored, caused_by=caused_by)
+
+
+async def latest_in_session(
+    memory: Memory,
+    *,
+    namespace: str,
+    session: str,
+    kind: CaptureKind = "decision",
+    tool_use_id: str | None = None,
+) -> Row | None:
+    """The newest row of `session` captured as `kind` (and with `tool_use_id`, if given),
+    among the namespace's latest rows."""
+    try:
+        recent = await memory.recent(namespace=namespace, limit=_LOOKBACK)
+    except NamespaceNotFound:
+        return None  # the session's first item in a new namespace
+    for row in recent:
+        meta = row.meta
+        if meta.get("session") != session or meta.get("capture") != kind:
+            continue
+        if tool_use_id is None or meta.get("tool_use_id") == tool_use_id:
+            return row
+    return None

@@ -26,6 +26,7 @@ from pydantic import Field
 from phi.errors import InvalidInput, NamespaceNotFound, PhiError
 from phi.mcp._scope import Scope
 from phi.mcp.capture import CaptureKind, capture
+from phi.mcp.graph import add_graph_tools
 from phi.memory import EdgeType, Kind, Memory, NewRow, user_namespace
 from phi.memory.model import validate_namespace
 
@@ -120,6 +121,7 @@ def build_server(memory: Memory, options: McpOptions | None = None) -> MCPServer
     _add_write_tools(server, memory, scope, opts)
     _add_read_tools(server, memory, scope)
     _add_session_start(server, memory, scope)
+    add_graph_tools(server, memory, scope)
     return server
 
 

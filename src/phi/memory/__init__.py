@@ -8,7 +8,7 @@ the learning passes of `phi.memory.learning`.
 
 from phi.memory.embed import Embedder, MiniLMEmbedder
 from phi.memory.ingest import IngestPolicy, extract_refs
-from phi.memory.memory import Memory, Neighbour
+from phi.memory.memory import Memory, Neighbour, Step
 from phi.memory.model import (
     USER_NAMESPACE_PREFIX,
     Edge,
@@ -47,6 +47,7 @@ __all__ = [
     "Row",
     "StateEntry",
     "Status",
+    "Step",
     "StoreStats",
     "Trust",
     "Turn",

@@ -20,13 +20,13 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 
-from phi.errors import StoreError
+from phi.errors import EmbeddingFailed, StoreError
 
 if TYPE_CHECKING:
     import onnxruntime
     import tokenizers
 
-__all__ = ["Embedder", "MiniLMEmbedder", "Vectors", "default_embedder"]
+__all__ = ["Embedder", "MiniLMEmbedder", "OpenAIEmbedder", "Vectors", "default_embedder"]
 
 Vectors = npt.NDArray[np.float32]
 """A `(n, dimension)` array of L2-normalised float32 rows."""
@@ -154,3 +154,72 @@ def default_embedder(name: str = "minilm") -> Embedder:
     if name in ("minilm", MINILM_NAME):
         return MiniLMEmbedder()
     raise StoreError(f"unknown embedder {name!r}; available: 'minilm'")
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenAIEmbedder:
+    """Any OpenAI-compatible `/embeddings` endpoint: OpenAI itself (`text-embedding-3-small`,
+    1536-d), or a local server (llama.cpp, vLLM, Ollama) serving a GGUF or other model.
+
+    Vectors are L2-normalised here, since servers differ on whether they do it. A fresh
+    HTTP client per call keeps the embedder free of open resources (the `Embedder`
+    protocol has no close); on loopback that costs well under a millisecond.
+    """
+
+    model: str
+    """The model name the server expects; also the name recorded in the store."""
+    dimensions: int
+    """Length of the model's vectors; a response of another length is refused."""
+    base_url: str = "https://api.openai.com/v1"
+    """Up to and including `/v1`; `/embeddings` is appended."""
+    api_key: str | None = field(default=None, repr=False)
+    """Sent as `Authorization: Bearer`; `None` sends none (a local server)."""
+    batch_size: int = 64
+    timeout_s: float = 60.0
+
+    @property
+    def name(self) -> str:
+        return self.model
+
+    @property
+    def dimension(self) -> int:
+        return self.dimensions
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        import httpx  # only this embedder needs it
+
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        url = f"{self.base_url.rstrip('/')}/embeddings"
+        out = np.empty((len(texts), self.dimensions), dtype=np.float32)
+        async with httpx.AsyncClient(timeout=self.timeout_s, headers=headers) as client:
+            for start in range(0, len(texts), self.batch_size):
+                batch = list(texts[start : start + self.batch_size])
+                try:
+                    response = await client.post(url, json={"model": self.model, "input": batch})
+                except httpx.HTTPError as exc:
+                    raise EmbeddingFailed(f"embedding server {url!r} unreachable: {exc}") from exc
+                if response.status_code != 200:
+                    raise EmbeddingFailed(
+                        f"embedding server {url!r} answered {response.status_code}: "
+                        f"{response.text[:200]}"
+                    )
+                out[start : start + len(batch)] = self._vectors(response.json(), len(batch))
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        unit: Vectors = (out / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return unit
+
+    def _vectors(self, body: Any, expected: int) -> Vectors:
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list) or len(data) != expected:
+            raise EmbeddingFailed(f"embedding server sent no 'data' list of {expected} items")
+        ordered = sorted(data, key=lambda item: int(item.get("index", 0)))
+        vectors = np.array([item["embedding"] for item in ordered], dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[1] != self.dimensions:
+            got = vectors.shape[-1] if vectors.ndim == 2 else "ragged"
+            raise EmbeddingFailed(
+                f"model {self.model!r} returned {got}-d vectors, not {self.dimensions}-d;"
+                " set the embedder's dimensions to the model's"
+            )
+        return vectors

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Final, Self
 
 import anyio
 
@@ -30,6 +30,7 @@ from phi.memory.embed import Embedder, MiniLMEmbedder
 from phi.memory.ingest import IngestPolicy, write_rows
 from phi.memory.model import (
     BLOCK_SCOPE,
+    EDGE_TYPES,
     STATUSES,
     USER_BLOCK_PREFIX,
     USER_NAMESPACE_PREFIX,
@@ -59,7 +60,7 @@ from phi.memory.store import (
 )
 from phi.memory.store import open_store as _open_store
 
-__all__ = ["Memory", "Neighbour"]
+__all__ = ["MAX_WALK_DEPTH", "Memory", "Neighbour", "Step"]
 
 _MAX_HISTORY = 1000
 """A guard against a cycle in damaged data; no real belief changes this often."""
@@ -72,6 +73,23 @@ class Neighbour:
     """A row linked to another, with the edge that links them."""
 
     edge: Edge
+    row: Row
+
+
+MAX_WALK_DEPTH: Final = 3
+"""How far `walk` goes: past three hops nearly every row of a busy namespace is reachable."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Step:
+    """A row reached by `Memory.walk`."""
+
+    depth: int
+    """Hops from the start row (1-3)."""
+    via: str
+    """The row it was reached from."""
+    edge: Edge
+    """The edge between `via` and this row."""
     row: Row
 
 
@@ -384,3 +402,65 @@ class Memory:
                 report, kinds={**report.kinds, "user block versions": report.state}
             )
         return report
+
+    # -- graph (additive block: links and walks built on `neighbors` and `store.edges`) ---
+
+    async def link(self, src: str, dst: str, *, edge_type: EdgeType, weight: float = 1.0) -> Edge:
+        """Add an edge of `edge_type` from row `src` to row `dst` (both in one namespace).
+
+        An edge that exists already keeps the higher weight. Linking across namespaces is
+        refused: a walk from one person's row must never reach another's.
+        """
+        if edge_type not in EDGE_TYPES:
+            raise InvalidInput(
+                f"unknown edge type {edge_type!r}; expected one of {', '.join(EDGE_TYPES)}"
+            )
+        if src == dst:
+            raise InvalidInput(f"cannot link row {src!r} to itself")
+        if not 0.0 < weight <= 1.0:
+            raise InvalidInput(f"edge weight {weight!r} is out of range (0, 1]")
+        first, second = await self.get(src), await self.get(dst)
+        if first.namespace != second.namespace:
+            raise InvalidInput(
+                f"rows {src!r} ({first.namespace!r}) and {dst!r} ({second.namespace!r}) are in "
+                "different namespaces; link rows of one namespace"
+            )
+        edge = Edge(src=src, dst=dst, edge_type=edge_type, weight=weight, created_at=utc_now())
+        async with self._write_lock:
+            await self.store.add_edges([edge])
+        return edge
+
+    async def walk(
+        self,
+        row_id: str,
+        *,
+        depth: int = 2,
+        types: Sequence[EdgeType] | None = None,
+        limit: int = 100,
+    ) -> list[Step]:
+        """The rows reachable from `row_id` in at most `depth` hops (1-3), nearest first.
+
+        Breadth-first over `neighbors`, so a walk never leaves the row's namespace; each row
+        appears once, at its shortest distance, with the edge it was reached by. Stops after
+        `limit` rows (a hub row can have hundreds of semantic neighbours).
+        """
+        if not 1 <= depth <= MAX_WALK_DEPTH:
+            raise InvalidInput(f"depth {depth} is out of range 1-{MAX_WALK_DEPTH}")
+        if not 1 <= limit <= 1000:
+            raise InvalidInput(f"limit {limit} is out of range 1-1000")
+        seen = {row_id}
+        frontier = [row_id]
+        steps: list[Step] = []
+        for hop in range(1, depth + 1):
+            next_frontier: list[str] = []
+            for current in frontier:
+                for found in await self.neighbors(current, types=types):
+                    if found.row.row_id in seen:
+                        continue
+                    seen.add(found.row.row_id)
+                    steps.append(Step(depth=hop, via=current, edge=found.edge, row=found.row))
+                    next_frontier.append(found.row.row_id)
+                    if len(steps) >= limit:
+                        return steps
+            frontier = next_frontier
+        return steps

@@ -1,0 +1,97 @@
+"""`phi memory walk | link`: the memory graph on the command line (`Memory.walk`, `.link`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from phi.cli._edge import console, emit_json, fail, open_memory, run
+from phi.cli.memory import AsJson, Db, memory_app
+from phi.memory import Edge, EdgeType, Step
+from phi.memory.model import EDGE_TYPES
+
+__all__ = ["link", "walk"]
+
+EdgeTypes = Annotated[
+    list[str] | None,
+    typer.Option("--type", "-t", help=f"Only these edge types: {', '.join(EDGE_TYPES)}."),
+]
+
+
+def _edge_types(values: list[str] | None) -> list[EdgeType] | None:
+    if not values:
+        return None
+    bad = [v for v in values if v not in EDGE_TYPES]
+    if bad:
+        fail(f"unknown edge type {bad[0]!r}; expected one of {', '.join(EDGE_TYPES)}")
+    return [t for t in EDGE_TYPES if t in values]
+
+
+def _step_json(step: Step) -> dict[str, object]:
+    return {
+        "depth": step.depth,
+        "via": step.via,
+        "edge_type": step.edge.edge_type,
+        "weight": step.edge.weight,
+        "row": step.row.to_json(),
+    }
+
+
+@memory_app.command("walk")
+def walk(
+    row_id: Annotated[str, typer.Argument(help="The row to start from.")],
+    depth: Annotated[int, typer.Option(help="Hops to follow (1-3).")] = 2,
+    edge_type: EdgeTypes = None,
+    limit: Annotated[int, typer.Option(help="At most this many rows.")] = 100,
+    db: Db = None,
+    as_json: AsJson = False,
+) -> None:
+    """The rows linked to ROW_ID within DEPTH hops, nearest first (one namespace)."""
+    types = _edge_types(edge_type)
+
+    async def go() -> list[Step]:
+        async with open_memory(db) as memory:
+            return await memory.walk(row_id, depth=depth, types=types, limit=limit)
+
+    steps = run(go)
+    if as_json:
+        emit_json({"row_id": row_id, "steps": [_step_json(s) for s in steps]})
+        return
+    if not steps:
+        console.print("no linked rows")
+    for step in steps:
+        console.print(
+            f"{'  ' * step.depth}~{step.edge.edge_type} ({step.edge.weight:.2f}) "
+            f"{step.row.row_id}: {step.row.content[:100]}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+
+
+@memory_app.command("link")
+def link(
+    src: Annotated[str, typer.Argument(help="Row the edge starts from (e.g. the cause).")],
+    dst: Annotated[str, typer.Argument(help="Row the edge points to (e.g. the effect).")],
+    edge_type: Annotated[str, typer.Option("--type", "-t", help="Edge type.")] = "causal",
+    weight: Annotated[float, typer.Option(help="Edge weight in (0, 1].")] = 1.0,
+    db: Db = None,
+    as_json: AsJson = False,
+) -> None:
+    """Add an edge between two rows of one namespace."""
+    (checked,) = _edge_types([edge_type]) or ["causal"]
+
+    async def go() -> Edge:
+        async with open_memory(db) as memory:
+            return await memory.link(src, dst, edge_type=checked, weight=weight)
+
+    edge = run(go)
+    if as_json:
+        emit_json(
+            {"src": edge.src, "dst": edge.dst, "edge_type": edge.edge_type, "weight": edge.weight}
+        )
+        return
+    console.print(
+        f"linked {edge.src} -{edge.edge_type}-> {edge.dst}", highlight=False, soft_wrap=True
+    )
