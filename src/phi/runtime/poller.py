@@ -40,6 +40,7 @@ from phi.errors import PhiError
 from phi.memory import Memory, Turn, user_namespace
 from phi.memory.learning import Blocks, SmallModel, extract, refresh_summaries, review
 from phi.memory.model import utc_now
+from phi.runtime.journal import RunJournal
 from phi.runtime.ratelimit import Admission, WindowState
 from phi.runtime.schedules import Job, Schedule, check_services, transitions
 from phi.runtime.timing import TimedModel
@@ -91,6 +92,8 @@ class PhiRuntime:
     clock: Callable[[], datetime] = utc_now
     model_timer: TimedModel | None = None
     """The agent's model, when wrapped to time it: ticks then report phi's own latency."""
+    journal: RunJournal | None = None
+    """Where every run is recorded (`phi runs`); `None` keeps no journal."""
     blocks: Blocks = field(init=False)
     caches: PromptCaches = field(default_factory=PromptCaches)
     _paused: bool = False
@@ -257,7 +260,7 @@ class PhiRuntime:
             deps.activity.actions = actions
         self._count(f"runs_{entry}")
         try:
-            output = await run(self.agent, deps)
+            output = await self._agent_run(entry, deps)
         except AgentRunError as exc:
             # The brain failed (an unusable answer, a provider error): what phi did before
             # that still counts, and the next tick goes on.
@@ -269,6 +272,14 @@ class PhiRuntime:
             await self._remember(deps, now)
         logger.info("%s run: %s", entry, output)
         return output, deps.activity.posts
+
+    async def _agent_run(self, entry: Entry, deps: PhiDeps) -> str:
+        if self.journal is None:
+            return await run(self.agent, deps)
+        before = len(deps.activity.actions)  # the tick's list may hold earlier runs' lines
+        return await self.journal.run(
+            entry, lambda: run(self.agent, deps), actions=lambda: deps.activity.actions[before:]
+        )
 
     async def _remember(self, deps: PhiDeps, now: datetime) -> None:
         """Store each reply with what it answered, verbatim, in that person's memory."""
@@ -332,7 +343,11 @@ class PhiRuntime:
             # them against the rate limit.
             others = [n for n in await self._unread() if n.author_did != self.client.me.did]
             batch = await build_batch(
-                self.client, self.memory, others, owner_handle=self.config.owner_handle
+                self.client,
+                self.memory,
+                others,
+                owner_handle=self.config.owner_handle,
+                research=False,  # a preview writes nothing
             )
         deps = self.deps(entry, now, batch=batch)
         if entry in ("musing", "reflection"):
