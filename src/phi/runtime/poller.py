@@ -35,6 +35,7 @@ from phi.agent import (
     system_prompt,
 )
 from phi.agent.deps import Batch, PhiPost
+from phi.agent.public import card_publisher
 from phi.atproto import Notification, PhiClient
 from phi.errors import PhiError
 from phi.memory import Memory, Turn, user_namespace
@@ -379,9 +380,11 @@ class PhiRuntime:
         if self.small is None:
             return "no memory model: review needs PHI_MEMORY_MODEL (or the local model)"
         async with self._lock:
-            outcomes = await review(self.memory, self.small)
+            outcomes = await review(self.memory, self.small, publish=card_publisher(self.client))
         kinds = dict(Counter(outcome.verdict for outcome in outcomes))
-        return f"reviewed {len(outcomes)} observations: {kinds or 'nothing to review'}"
+        published = [o.published for o in outcomes if o.published]
+        shown = f"; published {', '.join(published)}" if published else ""
+        return f"reviewed {len(outcomes)} observations: {kinds or 'nothing to review'}{shown}"
 
     async def health(self) -> dict[str, Any]:
         return {
