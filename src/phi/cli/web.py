@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 import typer
@@ -9,31 +10,28 @@ import typer
 from phi.cli._edge import err_console, fail, open_memory, run
 from phi.config import Settings
 
-__all__ = ["web_command"]
+__all__ = ["WebAccess", "web_access", "web_command"]
 
 
-def web_command(
-    db: Annotated[
-        str | None, typer.Option("--db", help="Memory store (default: $PHI_HOME/memory.db).")
-    ] = None,
-    host: Annotated[str | None, typer.Option(help="Address (default $PHI_WEB_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default $PHI_WEB_PORT).")] = None,
-    trusted_host: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--trusted-host",
-            help="A Host name to answer besides loopback (repeatable; '*' for any; "
-            "also $PHI_WEB_TRUSTED_HOSTS).",
-        ),
-    ] = None,
-) -> None:
-    """Serve the memory API and the page at /memory (writes need $PHI_WEB_TOKEN; off
-    loopback, reads need it too)."""
-    import uvicorn
+@dataclass(frozen=True, kw_only=True)
+class WebAccess:
+    """Who may reach the web app, from the settings and the command's options."""
 
-    from phi.web import LOOPBACK_HOSTS, create_app, is_loopback
+    token: str | None
+    """The bearer token (`PHI_WEB_TOKEN`)."""
+    bind: str
+    """The address to listen on."""
+    public: bool
+    """Reachable from other machines: reads need the token too."""
+    hosts: list[str]
+    """`Host` names answered."""
 
-    settings = Settings()
+
+def web_access(settings: Settings, host: str | None, trusted_host: list[str] | None) -> WebAccess:
+    """The web app's access, refusing a public address without a token (`phi web` and
+    `phi run --web` alike)."""
+    from phi.web import LOOPBACK_HOSTS, is_loopback
+
     token = settings.web_token.get_secret_value() if settings.web_token else None
     bind = host or settings.web_host
     public = not is_loopback(bind)
@@ -53,10 +51,41 @@ def web_command(
     hosts = [*LOOPBACK_HOSTS, *settings.web_trusted_hosts, *(trusted_host or ())]
     if public and bind not in ("0.0.0.0", "::"):
         hosts.append(bind)
+    return WebAccess(token=token, bind=bind, public=public, hosts=hosts)
+
+
+def web_command(
+    db: Annotated[
+        str | None, typer.Option("--db", help="Memory store (default: $PHI_HOME/memory.db).")
+    ] = None,
+    host: Annotated[str | None, typer.Option(help="Address (default $PHI_WEB_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default $PHI_WEB_PORT).")] = None,
+    trusted_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--trusted-host",
+            help="A Host name to answer besides loopback (repeatable; '*' for any; "
+            "also $PHI_WEB_TRUSTED_HOSTS).",
+        ),
+    ] = None,
+) -> None:
+    """Serve the memory API, the page at /memory and the run journal at /activity (writes
+    need $PHI_WEB_TOKEN; off loopback, reads need it too)."""
+    import uvicorn
+
+    from phi.runtime.journal import RunJournal
+    from phi.web import create_app
+
+    settings = Settings()
+    access = web_access(settings, host, trusted_host)
     app = create_app(
-        lambda: open_memory(db), token=token, trusted_hosts=hosts, token_for_reads=public
+        lambda: open_memory(db),
+        token=access.token,
+        trusted_hosts=access.hosts,
+        token_for_reads=access.public,
+        journal=RunJournal.at_home(settings.home),
     )
-    config = uvicorn.Config(app, host=bind, port=port or settings.web_port, log_level="info")
+    config = uvicorn.Config(app, host=access.bind, port=port or settings.web_port, log_level="info")
 
     async def go() -> None:
         await uvicorn.Server(config).serve()
