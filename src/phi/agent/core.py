@@ -166,8 +166,9 @@ def build_agent(
 
 
 def _attached(deps: PhiDeps) -> AbstractAsyncContextManager[AttachedBlocks]:
-    """The blocks of the batch's people (phi aside), attached for one run."""
-    dids = sorted(deps.batch.author_dids - {deps.client.me.did}) if deps.batch else []
+    """The blocks of the batch's people (phi aside, thread participants included), attached
+    for one run."""
+    dids = sorted(set(deps.batch.people()) - {deps.client.me.did}) if deps.batch else []
     return deps.blocks.attach(dids)
 
 

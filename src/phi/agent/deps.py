@@ -148,6 +148,9 @@ class Batch:
     """Strangers (no memory of them yet), by DID."""
     approvals: list[Approval] = field(default_factory=list)
     """Owner approvals that arrived in this batch."""
+    participants: dict[str, str] = field(default_factory=dict)
+    """Others in the batch's threads (not authors of its notifications, not phi), DID →
+    handle, capped: their blocks and memory are shown too."""
 
     @property
     def uris(self) -> frozenset[str]:
@@ -174,6 +177,10 @@ class Batch:
     def author_handles(self) -> dict[str, str]:
         """DID → handle of everyone in the batch, in order of appearance."""
         return {i.notification.author_did: i.notification.author_handle for i in self.items}
+
+    def people(self) -> dict[str, str]:
+        """DID → handle of the notifications' authors, then the threads' other participants."""
+        return {**self.author_handles(), **self.participants}
 
 
 @dataclass(frozen=True, kw_only=True)

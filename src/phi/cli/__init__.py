@@ -14,6 +14,7 @@ from phi.cli.mcp import mcp_command
 from phi.cli.memory import memory_app
 from phi.cli.postgres import postgres_app
 from phi.cli.run import prompt_command, run_command
+from phi.cli.runs import runs_app
 from phi.cli.sandbox import sandbox_app
 from phi.cli.web import web_command
 
@@ -29,6 +30,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(bench_app, name="bench")
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(postgres_app, name="postgres")
+app.add_typer(runs_app, name="runs")
 app.command("mcp")(mcp_command)
 app.command("capture")(capture_command)
 app.command("web")(web_command)

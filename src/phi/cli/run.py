@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
 from phi.cli._edge import console, fail, run, settings
 from phi.errors import UserError
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from phi.config import Settings
+    from phi.runtime.main import WebServing
+    from phi.runtime.poller import PhiRuntime
 
 __all__ = ["prompt_command", "run_command"]
 
@@ -51,9 +59,18 @@ def run_command(
         str, typer.Option("--log-format", help="Log lines as `text` or `json` (one object each).")
     ] = "text",
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    web: Annotated[
+        bool,
+        typer.Option(
+            "--web",
+            help="Also serve the memory page and the run journal ($PHI_WEB_HOST:$PHI_WEB_PORT) "
+            "over the same memory, in this process.",
+        ),
+    ] = False,
 ) -> None:
     """Run phi on its real account (PHI_HANDLE, PHI_APP_PASSWORD, optional PHI_PDS_URL)
-    until Ctrl-C or SIGTERM."""
+    until Ctrl-C or SIGTERM. Runs are journalled under $PHI_HOME (`phi runs`); with
+    OTEL_EXPORTER_OTLP_ENDPOINT set, they are traced over OTLP/HTTP."""
     if log_format not in ("text", "json"):
         fail(f"--log-format {log_format!r}: use text or json")
     if log_level.lower() not in ("debug", "info", "warning", "error"):
@@ -68,17 +85,49 @@ def run_command(
         account = ClientConfig.from_settings(current)
     except UserError as exc:
         fail(str(exc))
+    # Here, not at the top: the OpenTelemetry SDK is not worth loading for other commands.
+    from phi.runtime.tracing import ENDPOINT_VARIABLE, tracing_from_env
+
+    serving = _web_serving(current) if web else None
     configure_logging(log_format, log_level)  # type: ignore[arg-type]
     log = logging.getLogger("phi")
+    tracing = tracing_from_env(os.environ)
+    if tracing is not None:
+        log.info("tracing runs to %s", os.environ[ENDPOINT_VARIABLE])
 
     async def main() -> None:
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             tg.start_soon(stop_on_signals, stop)
-            await serve_phi(current, account, emit=log.info, stop=stop)
+            await serve_phi(current, account, emit=log.info, stop=stop, web=serving)
             tg.cancel_scope.cancel()
 
-    run(main)
+    try:
+        run(main)
+    finally:
+        if tracing is not None:
+            tracing.stop()  # flushes the spans still batched
+
+
+def _web_serving(settings: Settings) -> WebServing:
+    """The memory and activity pages over the running phi, as `phi web` would serve them."""
+    from phi.cli.web import web_access
+    from phi.web import create_app
+
+    access = web_access(settings, None, None)
+
+    def build(runtime: PhiRuntime) -> FastAPI:
+        return create_app(
+            memory=runtime.memory,
+            journal=runtime.journal,
+            token=access.token,
+            trusted_hosts=access.hosts,
+            token_for_reads=access.public,
+        )
+
+    from phi.runtime.main import WebServing
+
+    return WebServing(app=build, host=access.bind, port=settings.web_port)
 
 
 def prompt_command(

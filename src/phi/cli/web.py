@@ -1,8 +1,9 @@
-"""`phi web`: the memory's HTTP API and the `/memory` page."""
+"""`phi web`: the memory's HTTP API, the `/memory` page and the run journal at `/activity`."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,7 +19,51 @@ from phi.cli._edge import (
     settings,
 )
 
-__all__ = ["web_command"]
+if TYPE_CHECKING:
+    from phi.config import Settings
+
+__all__ = ["WebAccess", "web_access", "web_command"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebAccess:
+    """Who may reach the web app, from the settings and the command's options."""
+
+    token: str | None
+    """The bearer token (`PHI_WEB_TOKEN`)."""
+    bind: str
+    """The address to listen on."""
+    public: bool
+    """Reachable from other machines: reads need the token too."""
+    hosts: list[str]
+    """`Host` names answered."""
+
+
+def web_access(current: Settings, host: str | None, trusted_host: list[str] | None) -> WebAccess:
+    """The web app's access, refusing a public address without a token (`phi web` and
+    `phi run --web` alike)."""
+    from phi.web import LOOPBACK_HOSTS, is_loopback
+
+    token = current.web_token.get_secret_value() if current.web_token else None
+    bind = host or current.web_host
+    public = not is_loopback(bind)
+    if public and not token:
+        fail(
+            f"--host {bind!r} is not a loopback address and PHI_WEB_TOKEN is not set: anyone "
+            "who reaches it could read every person's memory; set PHI_WEB_TOKEN (reads then "
+            "need it too) or bind 127.0.0.1"
+        )
+    if public:
+        err_console.print(
+            f"[bold yellow]warning:[/] serving on {bind!r}, reachable from other machines: "
+            "every request, reads included, needs the bearer token",
+            highlight=False,
+            soft_wrap=True,
+        )
+    hosts = [*LOOPBACK_HOSTS, *current.web_trusted_hosts, *(trusted_host or ())]
+    if public and bind not in ("0.0.0.0", "::"):
+        hosts.append(bind)
+    return WebAccess(token=token, bind=bind, public=public, hosts=hosts)
 
 
 def web_command(
@@ -35,41 +80,32 @@ def web_command(
         ),
     ] = None,
 ) -> None:
-    """Serve the memory API and the page at /memory (writes need $PHI_WEB_TOKEN; off
-    loopback, reads need it too)."""
+    """Serve the memory API, the page at /memory and the run journal at /activity (writes
+    need $PHI_WEB_TOKEN; off loopback, reads need it too)."""
     import uvicorn
 
-    from phi.web import LOOPBACK_HOSTS, create_app, is_loopback
+    from phi.runtime.journal import RunJournal
+    from phi.web import create_app
 
     current = settings()
-    token = current.web_token.get_secret_value() if current.web_token else None
-    address, at = host or current.web_host, port or current.web_port
-    public = not is_loopback(address)
-    if public and not token:
-        fail(
-            f"--host {address!r} is not a loopback address and PHI_WEB_TOKEN is not set: anyone "
-            "who reaches it could read every person's memory; set PHI_WEB_TOKEN (reads then "
-            "need it too) or bind 127.0.0.1"
-        )
-    if public:
-        err_console.print(
-            f"[bold yellow]warning:[/] serving on {address!r}, reachable from other machines: "
-            "every request, reads included, needs the bearer token",
-            highlight=False,
-            soft_wrap=True,
-        )
-    hosts = [*LOOPBACK_HOSTS, *current.web_trusted_hosts, *(trusted_host or ())]
-    if public and address not in ("0.0.0.0", "::"):
-        hosts.append(address)
+    access = web_access(current, host, trusted_host)
     # Opened once here, so a mistyped --db fails now, not at the first request.
     memory = open_memory(db, sandbox=sandbox, creates=True)
-    app = create_app(lambda: memory, token=token, trusted_hosts=hosts, token_for_reads=public)
-    config = uvicorn.Config(app, host=address, port=at, log_level="info")
+    app = create_app(
+        lambda: memory,
+        token=access.token,
+        trusted_hosts=access.hosts,
+        token_for_reads=access.public,
+        journal=RunJournal.at_home(current.home),
+    )
+    at = port or current.web_port
+    config = uvicorn.Config(app, host=access.bind, port=at, log_level="info")
 
     async def go() -> None:
         note(
             f"phi's memory ({memory_location(db, sandbox=sandbox)}) at "
-            f"http://{address}:{at}/memory, API docs at http://{address}:{at}/docs"
+            f"http://{access.bind}:{at}/memory, runs at http://{access.bind}:{at}/activity, "
+            f"API docs at http://{access.bind}:{at}/docs"
         )
         await uvicorn.Server(config).serve()
 

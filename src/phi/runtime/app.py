@@ -21,6 +21,7 @@ from phi.memory import Memory
 from phi.memory.embed import default_embedder
 from phi.memory.learning import SmallModel
 from phi.memory.model import utc_now
+from phi.runtime.journal import RunJournal
 from phi.runtime.poller import PhiRuntime
 from phi.runtime.ratelimit import Admission
 from phi.runtime.schedules import Schedule, ScheduleConfig
@@ -104,5 +105,6 @@ async def open_runtime(
             poll_seconds=settings.poll_seconds,
             emit=emit,
             model_timer=timed,
+            journal=RunJournal.at_home(settings.home),
         )
         yield runtime

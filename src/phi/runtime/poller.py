@@ -35,11 +35,13 @@ from phi.agent import (
     system_prompt,
 )
 from phi.agent.deps import Batch, PhiPost
+from phi.agent.public import card_publisher
 from phi.atproto import Notification, PhiClient
 from phi.errors import PhiError
 from phi.memory import Memory, NewRow, Turn, user_namespace
 from phi.memory.learning import Blocks, SmallModel, extract, refresh_summaries, review
 from phi.memory.model import utc_now
+from phi.runtime.journal import RunJournal
 from phi.runtime.ratelimit import Admission, WindowState
 from phi.runtime.schedules import Job, Schedule, check_services, transitions
 from phi.runtime.timing import TimedModel
@@ -91,6 +93,8 @@ class PhiRuntime:
     clock: Callable[[], datetime] = utc_now
     model_timer: TimedModel | None = None
     """The agent's model, when wrapped to time it: ticks then report phi's own latency."""
+    journal: RunJournal | None = None
+    """Where every run is recorded (`phi runs`); `None` keeps no journal."""
     blocks: Blocks = field(init=False)
     caches: PromptCaches = field(default_factory=PromptCaches)
     _paused: bool = False
@@ -274,7 +278,7 @@ class PhiRuntime:
         )
         self._count(f"runs_{entry}")
         try:
-            output = await run(self.agent, deps)
+            output = await self._agent_run(entry, deps)
         except AgentRunError as exc:
             # The brain failed (an unusable answer, a provider error): what phi did before
             # that still counts, and the next tick goes on.
@@ -286,6 +290,14 @@ class PhiRuntime:
             await self._remember(deps, now)
         logger.info("%s run: %s", entry, output)
         return output, deps.activity.posts
+
+    async def _agent_run(self, entry: Entry, deps: PhiDeps) -> str:
+        if self.journal is None:
+            return await run(self.agent, deps)
+        before = len(deps.activity.actions)  # the tick's list may hold earlier runs' lines
+        return await self.journal.run(
+            entry, lambda: run(self.agent, deps), actions=lambda: deps.activity.actions[before:]
+        )
 
     async def _remember(self, deps: PhiDeps, now: datetime) -> None:
         """Store each reply with what it answered, verbatim, in that person's memory."""
@@ -351,7 +363,11 @@ class PhiRuntime:
             # them against the rate limit.
             others = [n for n in await self._unread() if n.author_did != self.client.me.did]
             batch = await build_batch(
-                self.client, self.memory, others, owner_handle=self.config.owner_handle
+                self.client,
+                self.memory,
+                others,
+                owner_handle=self.config.owner_handle,
+                research=False,  # a preview writes nothing
             )
         last = await self._last_post_text() if entry in ("musing", "reflection") else None
         deps = self.deps(entry, now, batch=batch, last_post_text=last)
@@ -382,9 +398,11 @@ class PhiRuntime:
         if self.small is None:
             return "no memory model: review needs PHI_MEMORY_MODEL (or the local model)"
         async with self._lock:
-            outcomes = await review(self.memory, self.small)
+            outcomes = await review(self.memory, self.small, publish=card_publisher(self.client))
         kinds = dict(Counter(outcome.verdict for outcome in outcomes))
-        return f"reviewed {len(outcomes)} observations: {kinds or 'nothing to review'}"
+        published = [o.published for o in outcomes if o.published]
+        shown = f"; published {', '.join(published)}" if published else ""
+        return f"reviewed {len(outcomes)} observations: {kinds or 'nothing to review'}{shown}"
 
     async def health(self) -> dict[str, Any]:
         return {

@@ -21,7 +21,9 @@ from fastapi.staticfiles import StaticFiles
 
 from phi.errors import InvalidInput, NamespaceNotFound, PhiError, RowNotFound, UserError
 from phi.memory import Memory
+from phi.runtime.journal import RunJournal
 from phi.web._deps import require_read_token
+from phi.web.activity import activity_router
 from phi.web.hosts import LOOPBACK_HOSTS, TrustedHosts
 from phi.web.routes import router
 
@@ -52,6 +54,7 @@ def create_app(
     token: str | None = None,
     trusted_hosts: Sequence[str] = LOOPBACK_HOSTS,
     token_for_reads: bool = False,
+    journal: RunJournal | None = None,
 ) -> FastAPI:
     """The web app over phi's memory.
 
@@ -59,6 +62,7 @@ def create_app(
     `phi web` does) or an already open `memory` that its owner keeps open (as `phi run`
     will, serving the agent's own memory). `trusted_hosts` are the `Host` names it answers
     (`"*"`: any); `token_for_reads` makes every API read need the bearer `token` too.
+    `journal` is the run journal the `/activity` page shows (none: that page's API 404s).
     """
     if (open_memory is None) == (memory is None):
         raise TypeError("pass exactly one of open_memory and memory")
@@ -86,10 +90,12 @@ def create_app(
     )
     app.state.token = token or None
     app.state.token_for_reads = token_for_reads
+    app.state.journal = journal
     if memory is not None:
         app.state.memory = memory
     _add_error_handlers(app)
     app.include_router(router, dependencies=[Depends(require_read_token)])
+    app.include_router(activity_router, dependencies=[Depends(require_read_token)])
     app.add_middleware(TrustedHosts, hosts=trusted_hosts)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
@@ -100,6 +106,10 @@ def create_app(
     @app.get("/docs", include_in_schema=False)
     async def docs_page() -> FileResponse:
         return FileResponse(STATIC / "docs.html")
+
+    @app.get("/activity", include_in_schema=False)
+    async def activity_page() -> FileResponse:
+        return FileResponse(STATIC / "activity.html")
 
     @app.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:

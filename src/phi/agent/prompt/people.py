@@ -32,6 +32,9 @@ _SECTIONS: tuple[tuple[Kind, str, int], ...] = (
 def _query(deps: PhiDeps, did: str) -> str:
     assert deps.batch is not None
     texts = [i.notification.text for i in deps.batch.items if i.notification.author_did == did]
+    if not texts:  # a participant of the thread: what they said there
+        posts = (p for i in deps.batch.items if i.thread is not None for p in i.thread.posts)
+        texts = list(dict.fromkeys(p.text for p in posts if p.author_did == did))
     return " ".join(t for t in texts if t.strip()) or "conversation"
 
 
@@ -80,7 +83,7 @@ async def people_blocks(deps: PhiDeps) -> str:
         return ""
     me = deps.client.me.did
     out: list[str] = []
-    for did, handle in deps.batch.author_handles().items():
+    for did, handle in deps.batch.people().items():
         if did != me:
             out.extend(await _person(deps, did, handle))
     return "\n".join(out)

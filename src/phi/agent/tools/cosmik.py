@@ -6,6 +6,7 @@ from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.toolsets import FunctionToolset
 
 from phi.agent.deps import PhiDeps
+from phi.agent.public import search_cards
 from phi.atproto import CosmikCard, CosmikConnection
 
 __all__ = ["cosmik_tools"]
@@ -58,3 +59,21 @@ async def create_connection(
     ctx.deps.wrote()
     ctx.deps.activity.record(f"connected {source} → {target}")
     return f"connected: {ref.uri}"
+
+
+@cosmik_tools.tool
+async def search_public_memory(ctx: RunContext[PhiDeps], query: str, limit: int = 5) -> str:
+    """Search your public memory: the cards (notes and bookmarks) you published on your PDS.
+    Use it before publishing something you may have shared already, or to point someone to
+    what you noted publicly.
+
+    Args:
+        query: Words to look for.
+        limit: How many cards at most (1-20).
+    """
+    if not query.strip():
+        raise ModelRetry("give some words to search for")
+    hits = await search_cards(ctx.deps.client, query, limit=max(1, min(limit, 20)))
+    if not hits:
+        return f"no public card mentions {query!r}"
+    return "\n".join(f"- {hit.text} ({hit.uri})" for hit in hits)

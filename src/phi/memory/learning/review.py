@@ -9,7 +9,10 @@ answer, everything is kept. Supersede writes the corrected text over the old row
 no replacement, retires it); nothing is deleted. Promote keeps the observation and writes
 a public note card to `phi-public` that records where it came from (the person as its
 `author`, the observation in `meta["derived_from"]`, and a `causal` edge), so forgetting
-the person erases the card too.
+the person erases the card too. Given a `publish` callable (the agent passes one that
+writes the cosmik card record on phi's PDS; memory itself knows no network), the card is
+published first and its AT-URI kept in `meta["published_uris"]`, which `forget` reports
+for the operator to delete.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -25,9 +28,16 @@ from phi.memory.learning._text import clean_tags
 from phi.memory.learning.usage import SmallModel
 from phi.memory.memory import Memory
 from phi.memory.model import USER_NAMESPACE_PREFIX, Edge, NewRow, Row, utc_now
-from phi.memory.store.base import DERIVED_FROM, RowFilter
+from phi.memory.store.base import DERIVED_FROM, PUBLISHED_URIS, RowFilter
 
-__all__ = ["PUBLIC", "ReviewAnswer", "ReviewOutcome", "Verdict", "review"]
+__all__ = [
+    "PUBLIC",
+    "CardPublisher",
+    "ReviewAnswer",
+    "ReviewOutcome",
+    "Verdict",
+    "review",
+]
 
 logger = logging.getLogger("phi.memory.learning")
 
@@ -42,6 +52,14 @@ You review what an AI believes about one person. For each observation, by its ke
 - promote: knowledge worth sharing publicly that is not private about the person (a
   recommendation, a public project); give `card`, a short public note.
 Give one verdict per key; keys you leave out are kept."""
+
+
+class CardPublisher(Protocol):
+    """Publishes a promoted card where others can read it (phi's PDS)."""
+
+    async def __call__(self, text: str) -> str:
+        """Publish a public note card holding `text`; return its AT-URI."""
+        ...
 
 
 class Verdict(BaseModel):
@@ -69,6 +87,8 @@ class ReviewOutcome:
     """The replacement (supersede) or card (promote)."""
     written: Row | None = None
     """The replacement row or public card (`None` for keep, a retirement, a dry run)."""
+    published: str | None = None
+    """The AT-URI of the card's public record, when a promote was published."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -78,6 +98,7 @@ class ReviewOutcome:
             "verdict": self.verdict,
             "text": self.text,
             "written": self.written.row_id if self.written else None,
+            "published": self.published,
         }
 
 
@@ -94,9 +115,12 @@ def _checker(keys: Sequence[str]) -> Callable[[ReviewAnswer], str | None]:
     return check
 
 
-async def _apply(memory: Memory, outcome: ReviewOutcome) -> ReviewOutcome:
+async def _apply(
+    memory: Memory, outcome: ReviewOutcome, publish: CardPublisher | None
+) -> ReviewOutcome:
     row, text = outcome.row, outcome.text
     written: Row | None = None
+    published: str | None = None
     if outcome.verdict == "supersede" and text:
         written = await memory.remember(
             NewRow(
@@ -113,6 +137,16 @@ async def _apply(memory: Memory, outcome: ReviewOutcome) -> ReviewOutcome:
     elif outcome.verdict == "supersede":
         await memory.rows.set_status([row.row_id], "superseded", at=utc_now())
     elif outcome.verdict == "promote" and text:
+        # Published first: a failure leaves nothing half-done locally, and the next review
+        # can promote it again.
+        published = await publish(text) if publish is not None else None
+        meta: dict[str, object] = {
+            "learned_by": "review",
+            "promoted_from": row.row_id,
+            DERIVED_FROM: [row.row_id],
+        }
+        if published is not None:
+            meta[PUBLISHED_URIS] = [published]
         written = await memory.remember(
             NewRow(
                 content=text,
@@ -120,20 +154,25 @@ async def _apply(memory: Memory, outcome: ReviewOutcome) -> ReviewOutcome:
                 kind="note",
                 tags=clean_tags(row.tags),
                 source_uris=row.source_uris,
+                # Provenance `Memory.forget` follows: the card goes when the person is forgotten.
                 author=row.author,
-                meta={
-                    "learned_by": "review",
-                    "promoted_from": row.row_id,
-                    DERIVED_FROM: [row.row_id],
-                },
+                meta=meta,
             )
         )
         await memory.rows.add_edges([Edge(src=row.row_id, dst=written.row_id, edge_type="causal")])
-    return ReviewOutcome(row=row, verdict=outcome.verdict, text=text, written=written)
+    return ReviewOutcome(
+        row=row, verdict=outcome.verdict, text=text, written=written, published=published
+    )
 
 
 async def _review_namespace(
-    memory: Memory, model: SmallModel, namespace: str, *, recent: int, dry_run: bool
+    memory: Memory,
+    model: SmallModel,
+    namespace: str,
+    *,
+    recent: int,
+    dry_run: bool,
+    publish: CardPublisher | None,
 ) -> list[ReviewOutcome]:
     rows = await memory.rows.latest(
         RowFilter(namespaces=(namespace,), kinds=("observation",)), limit=recent
@@ -162,7 +201,7 @@ async def _review_namespace(
             continue
         text = given.replacement if given.verdict == "supersede" else given.card
         outcome = ReviewOutcome(row=row, verdict=given.verdict, text=(text or "").strip() or None)
-        outcomes.append(outcome if dry_run else await _apply(memory, outcome))
+        outcomes.append(outcome if dry_run else await _apply(memory, outcome, publish))
     return outcomes
 
 
@@ -173,13 +212,19 @@ async def review(
     namespace: str | None = None,
     recent: int = 20,
     dry_run: bool = False,
+    publish: CardPublisher | None = None,
 ) -> list[ReviewOutcome]:
-    """Review the `recent` newest active observations of each person (or of `namespace`)."""
+    """Review the `recent` newest active observations of each person (or of `namespace`).
+
+    Promoted cards are published with `publish` when given (else kept locally only).
+    """
     if namespace is not None:
         names = [namespace]
     else:
         names = [info.namespace for info in await memory.namespaces(prefix=USER_NAMESPACE_PREFIX)]
     outcomes: list[ReviewOutcome] = []
     for name in names:
-        outcomes += await _review_namespace(memory, model, name, recent=recent, dry_run=dry_run)
+        outcomes += await _review_namespace(
+            memory, model, name, recent=recent, dry_run=dry_run, publish=publish
+        )
     return outcomes
