@@ -171,3 +171,13 @@ async def test_mcp_capture_links_a_result_to_the_sessions_decision(memory: Memor
     causal = await memory.neighbors(decision_id, types=["causal"])
     assert [(n.edge.src, n.edge.dst) for n in causal] == [(decision_id, result["row_ids"][0])]
     assert await memory.neighbors(other["row_ids"][0], types=["causal"]) == []
+
+
+def test_walk_help_names_every_edge_type() -> None:
+    """The help spells the types out (the CLI imports no model at start-up): keep them in step."""
+    from phi.memory.model import EDGE_TYPES
+
+    result = CliRunner().invoke(app, ["memory", "walk", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert all(edge_type in text for edge_type in EDGE_TYPES), text

@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from phi.cli._edge import console, emit_json, fail, open_memory, run
 from phi.cli.memory import AsJson, Db, memory_app
-from phi.memory import Edge, EdgeType, Step
-from phi.memory.model import EDGE_TYPES
+
+if TYPE_CHECKING:
+    from phi.memory import Edge, EdgeType, Step
 
 __all__ = ["link", "walk"]
 
 EdgeTypes = Annotated[
     list[str] | None,
-    typer.Option("--type", "-t", help=f"Only these edge types: {', '.join(EDGE_TYPES)}."),
+    typer.Option(
+        "--type",
+        "-t",
+        help="Only edges of this type (repeatable): temporal, semantic, reference, causal, "
+        "supersedes.",
+    ),
 ]
 
 
 def _edge_types(values: list[str] | None) -> list[EdgeType] | None:
+    from phi.memory.model import EDGE_TYPES
+
     if not values:
         return None
     bad = [v for v in values if v not in EDGE_TYPES]

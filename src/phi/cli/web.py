@@ -104,8 +104,8 @@ def web_command(
     async def go() -> None:
         note(
             f"phi's memory ({memory_location(db, sandbox=sandbox)}) at "
-            f"http://{access.bind}:{at}/memory, runs at http://{access.bind}:{at}/activity, "
-            f"API docs at http://{access.bind}:{at}/docs"
+            f"http://{access.bind}:{at}/memory, API docs at http://{access.bind}:{at}/docs, "
+            f"runs at http://{access.bind}:{at}/activity"
         )
         await uvicorn.Server(config).serve()
 
