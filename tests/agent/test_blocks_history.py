@@ -16,8 +16,14 @@ def phi(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
+def _new_store(path: Path) -> str:
+    """A store that exists (reading commands refuse a path with none, as a likely typo)."""
+    assert phi("memory", "add", "a first note", "-n", "scratch", "--db", str(path))[0] == 0
+    return str(path)
+
+
 def test_history_lists_each_version_newest_first(tmp_path: Path) -> None:
-    db = str(tmp_path / "blocks.db")
+    db = _new_store(tmp_path / "blocks.db")
     assert phi("memory", "blocks", "history", "zeitgeist", "--db", db) == (
         0,
         "block 'zeitgeist' was never written\n",
@@ -40,6 +46,6 @@ def test_history_lists_each_version_newest_first(tmp_path: Path) -> None:
 
 
 def test_an_unknown_block_is_a_one_line_error(tmp_path: Path) -> None:
-    code, out = phi("memory", "blocks", "history", "mood", "--db", str(tmp_path / "b.db"))
+    code, out = phi("memory", "blocks", "history", "mood", "--db", _new_store(tmp_path / "b.db"))
     assert code == 2
     assert "unknown block 'mood'" in out

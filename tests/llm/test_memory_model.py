@@ -16,9 +16,13 @@ def test_memory_extract_accepts_the_local_model(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PHI_MEMORY_MODEL", "local")
-    result = CliRunner().invoke(
-        app, ["memory", "extract", "--dry-run", "--json", "--db", str(tmp_path / "m.db")]
+    db = str(tmp_path / "m.db")
+    # Reading commands refuse a store that does not exist (a likely typo): make one.
+    assert (
+        CliRunner().invoke(app, ["memory", "add", "hello", "-n", "notes", "--db", db]).exit_code
+        == 0
     )
+    result = CliRunner().invoke(app, ["memory", "extract", "--dry-run", "--json", "--db", db])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["dry_run"] is True
 

@@ -282,7 +282,7 @@ def validate_row_text(item: NewRow) -> None:
     if item.supersedes is not None:
         validate_text(item.supersedes, what="supersedes")
     if item.thread is not None:
-        validate_text(item.thread, what="meta thread")
+        validate_text(item.thread, what="meta")  # the thread is kept in meta
     try:
         json.dumps(item.meta, ensure_ascii=False, default=str).encode("utf-8")
     except UnicodeEncodeError:
