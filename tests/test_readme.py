@@ -155,19 +155,23 @@ def test_readme_memory_examples_run_as_written_in_a_fresh_shell(tmp_path: Path) 
     assert made.returncode == 0, made.stderr
     examples = memory_examples()
     assert len(examples) >= 15
-    # `ROW_ID` in an example stands for a row the examples before it wrote; the scratch
-    # namespace's survives the `forget` of alice's.
-    row_id = None
+    # `ROW_ID` (and `OTHER_ROW_ID`) in an example stand for rows the examples before it
+    # wrote; the scratch namespace's survive the `forget` of alice's.
+    row_ids: list[str] = []
     for line in examples:
         if "ROW_ID" in line:
-            assert row_id is not None, f"{line}: no row yet"
-            line = line.replace("ROW_ID", row_id)
+            assert row_ids, f"{line}: no row yet"
+            if "OTHER_ROW_ID" in line and len(row_ids) < 2:
+                fresh_shell(home, "phi memory add 'a second note' -n scratch", cwd=work, **env)
+                listed = fresh_shell(home, "phi memory export -n scratch", cwd=work, **env)
+                row_ids = [json.loads(row)["row_id"] for row in listed.stdout.splitlines()]
+            line = line.replace("OTHER_ROW_ID", row_ids[-1]).replace("ROW_ID", row_ids[0])
         result = fresh_shell(home, line, cwd=work, **env)
         assert result.returncode == 0, f"{line}\n{result.stdout}{result.stderr}"
         assert "Traceback" not in result.stderr, line
-        if row_id is None and line.startswith("phi memory add") and "scratch" in line:
+        if not row_ids and line.startswith("phi memory add") and "scratch" in line:
             listed = fresh_shell(home, "phi memory export -n scratch", cwd=work, **env)
-            row_id = json.loads(listed.stdout.splitlines()[0])["row_id"]
+            row_ids = [json.loads(row)["row_id"] for row in listed.stdout.splitlines()]
     exported = (work / "alice.jsonl").read_text().splitlines()
     assert json.loads(exported[0])["content"] == "likes rust"
 
