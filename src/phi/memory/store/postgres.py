@@ -26,6 +26,7 @@ import psycopg_pool
 
 from phi.errors import EmbedderMismatch, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
+from phi.memory.store import _pg_forget
 from phi.memory.store import _pg_learning as learning_sql
 from phi.memory.store import _pg_sql as sql
 from phi.memory.store import _pg_write as write_sql
@@ -240,8 +241,9 @@ class PostgresStore:
         author: str | None = None,
         state: Sequence[tuple[str, str]] = (),
     ) -> ForgetReport:
-        # TODO(merge): provenance and state erasure as in the SQLite store (being ported).
-        return await self._write(partial(write_sql.erase_namespace, namespace=namespace))
+        return await self._write(
+            partial(_pg_forget.erase, namespace=namespace, author=author, state=state)
+        )
 
     # -- reads -------------------------------------------------------------------------
 
