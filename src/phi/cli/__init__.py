@@ -37,3 +37,6 @@ def main() -> None:
 
 # Registers `phi memory extract | review | history | blocks ...` on `memory_app`.
 from phi.cli import memory_learning as _memory_learning  # noqa: E402, F401
+
+# Registers `phi memory migrate | import` on `memory_app`.
+from phi.cli import memory_transfer as _memory_transfer  # noqa: E402, F401

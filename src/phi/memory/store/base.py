@@ -28,6 +28,7 @@ __all__ = [
     "HybridQuery",
     "HybridSignals",
     "NamespaceInfo",
+    "PassMark",
     "RowFilter",
     "RowWrite",
     "Store",
@@ -308,6 +309,12 @@ class Store(Protocol):
 
     async def stats(self) -> StoreStats: ...
 
+    # -- rows side, for copying a store (`phi.memory.transfer`) --------------------------
+
+    async def refs_of(self, row_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The references each given row mentions, sorted (rows with none are left out)."""
+        ...
+
     # -- learning passes' bookkeeping (append-only block) --------------------------------
 
     async def mark(self, pass_name: str, row_ids: Sequence[str], *, at: datetime) -> None:
@@ -345,6 +352,25 @@ class Store(Protocol):
     async def erase_state(self, scope: str, key: str) -> int:
         """Hard-delete every version of `(scope, key)` (a person asked to be forgotten);
         return how many versions were erased."""
+        ...
+
+    # ledger side, for copying a store (`phi.memory.transfer`):
+
+    async def marks_of(self, row_ids: Sequence[str]) -> list[PassMark]:
+        """Every pass's marker on the given rows."""
+        ...
+
+    async def state_versions(self) -> list[StateEntry]:
+        """Every stored version of every piece of learning state, by scope, key, version."""
+        ...
+
+    async def restore_state(self, entries: Sequence[StateEntry]) -> int:
+        """Store these exact versions (number and time kept); a version already stored
+        stays as it is. Returns how many were new."""
+        ...
+
+    async def model_calls(self) -> list[ModelCallRecord]:
+        """The whole model-call log, oldest first."""
         ...
 
     # -- end of the learning block -------------------------------------------------------
@@ -411,6 +437,15 @@ class StateEntry:
     version: int
     """1 for the first write, then one more per write."""
     written_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True)
+class PassMark:
+    """A learning pass's marker on one row."""
+
+    pass_name: str
+    row_id: str
+    marked_at: datetime
 
 
 @dataclass(frozen=True, kw_only=True)

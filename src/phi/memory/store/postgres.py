@@ -41,6 +41,7 @@ from phi.memory.store.base import (
     HybridSignals,
     ModelCallRecord,
     NamespaceInfo,
+    PassMark,
     RowFilter,
     RowWrite,
     StateEntry,
@@ -355,6 +356,11 @@ class PostgresStore:
             size_bytes=size,
         )
 
+    # -- rows side, for copying a store (`phi.memory.transfer`) --------------------------
+
+    async def refs_of(self, row_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        return await self._read(partial(sql.select_refs, row_ids=row_ids))
+
     # -- learning passes' bookkeeping (append-only block) --------------------------------
 
     async def mark(self, pass_name: str, row_ids: Sequence[str], *, at: datetime) -> None:
@@ -388,6 +394,20 @@ class PostgresStore:
 
     async def erase_state(self, scope: str, key: str) -> int:
         return await self._ledger(partial(learning_sql.delete_state, scope=scope, key=key))
+
+    # ledger side, for copying a store (`phi.memory.transfer`):
+
+    async def marks_of(self, row_ids: Sequence[str]) -> list[PassMark]:
+        return await self._read(partial(learning_sql.select_marks, row_ids=row_ids))
+
+    async def state_versions(self) -> list[StateEntry]:
+        return await self._read(learning_sql.select_state_versions)
+
+    async def restore_state(self, entries: Sequence[StateEntry]) -> int:
+        return await self._ledger(partial(learning_sql.insert_state_versions, entries=entries))
+
+    async def model_calls(self) -> list[ModelCallRecord]:
+        return await self._read(learning_sql.select_model_calls)
 
     async def _ledger(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         # Ledger writes touch no row and no text statistics: they need not queue behind
