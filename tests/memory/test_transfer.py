@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import itertools
 import json
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psycopg
 import pytest
 from typer.testing import CliRunner
 
@@ -25,7 +23,7 @@ from phi.memory.store import RowFilter, Store, open_store
 from phi.memory.store.base import EmbeddingSpec, ModelCallRecord
 from phi.memory.transfer import MigrationMismatch, import_rows, migrate, migrate_stores
 from tests.memory.conformance import CONFORMANCE_SPEC, T0, make_row, vec, w
-from tests.postgres.schemas import fresh_schema, in_schema, server_url
+from tests.postgres.schemas import fresh_schema, fresh_schema_sync
 
 pytestmark = pytest.mark.anyio
 EVERYTHING = RowFilter(statuses=None)
@@ -222,19 +220,6 @@ def phi(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-@contextmanager
-def sync_schema() -> Iterator[str]:
-    """`fresh_schema` for a synchronous test (the CLI runs its own event loop)."""
-    url = server_url()
-    schema = f"t_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-        try:
-            yield in_schema(url, schema)
-        finally:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
-
-
 def test_cli_migrate_sqlite_to_postgres_then_search_there(tmp_path: Path) -> None:
     db = str(tmp_path / "memory.db")
     for namespace, text in [
@@ -243,7 +228,7 @@ def test_cli_migrate_sqlite_to_postgres_then_search_there(tmp_path: Path) -> Non
     ]:
         code, out = phi("memory", "add", text, "-n", namespace, "--db", db)
         assert code == 0, out
-    with sync_schema() as url:
+    with fresh_schema_sync() as url:
         code, out = phi("memory", "migrate", "--from", db, "--to", url, "--json")
         assert code == 0, out
         report = json.loads(out)
@@ -259,7 +244,7 @@ def test_cli_migrate_sqlite_to_postgres_then_search_there(tmp_path: Path) -> Non
     export = tmp_path / "export.jsonl"
     code, out = phi("memory", "export", "--db", db, "-o", str(export))
     assert code == 0, out
-    with sync_schema() as url:
+    with fresh_schema_sync() as url:
         code, out = phi("memory", "import", str(export), "--db", url, "--json")
         assert code == 0 and json.loads(out) == {"rows": 2, "written": 2}, out
         code, out = phi("memory", "import", str(export), "--db", url)
