@@ -21,7 +21,13 @@ from phi.memory import Memory, MiniLMEmbedder
 from phi.memory.model import Edge
 from phi.memory.store import RowFilter, Store, open_store
 from phi.memory.store.base import EmbeddingSpec, ModelCallRecord
-from phi.memory.transfer import MigrationMismatch, import_rows, migrate, migrate_stores
+from phi.memory.transfer import (
+    MigrationMismatch,
+    TransferCounts,
+    import_rows,
+    migrate,
+    migrate_stores,
+)
 from tests.memory.conformance import CONFORMANCE_SPEC, T0, make_row, vec, w
 from tests.postgres.schemas import fresh_schema, fresh_schema_sync
 
@@ -141,7 +147,7 @@ async def test_migrate_copies_everything(src_kind: str, dst_kind: str, tmp_path:
             assert near[0].row_id == before["rows"][5].row_id
         # Running it again copies nothing and still verifies.
         again = await migrate(src_url, dst_url, batch_size=5)
-        assert (again.copied.rows, again.copied.state, again.copied.model_calls) == (0, 0, 0)
+        assert again.copied == TransferCounts(rows=0, edges=0, marks=0, state=0, model_calls=0)
         assert again.target_counts == report.target_counts
 
 

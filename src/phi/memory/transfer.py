@@ -137,10 +137,12 @@ async def migrate_stores(
         await target.bind_embedding(spec)
     total_rows = await source.count(EVERYTHING)
     total_edges = (await source.stats()).edges
-    rows, marks, target_marks, renamed = await _copy_rows(
+    rows, (marks, target_marks, new_marks), renamed = await _copy_rows(
         source, target, total_rows, batch_size, progress
     )
-    edges = await _copy_edges(source, target, renamed, total_edges, batch_size, progress)
+    edges_before = (await target.stats()).edges
+    await _copy_edges(source, target, renamed, total_edges, batch_size, progress)
+    edges_after = (await target.stats()).edges
     source_state = await source.state_versions()
     state = await target.restore_state(source_state)
     _report(progress, "learning state", len(source_state), len(source_state))
@@ -155,7 +157,7 @@ async def migrate_stores(
     )
     target_counts = TransferCounts(
         rows=await target.count(EVERYTHING),
-        edges=(await target.stats()).edges,
+        edges=edges_after,
         marks=target_marks,
         state=len(await target.state_versions()),
         model_calls=len(await target.model_calls()),
@@ -169,7 +171,13 @@ async def migrate_stores(
     return MigrationReport(
         source=source.location,
         target=target.location,
-        copied=TransferCounts(rows=rows, edges=edges, marks=marks, state=state, model_calls=calls),
+        copied=TransferCounts(
+            rows=rows,
+            edges=edges_after - edges_before,
+            marks=new_marks,
+            state=state,
+            model_calls=calls,
+        ),
         source_counts=source_counts,
         target_counts=target_counts,
     )
@@ -188,11 +196,11 @@ async def _batches(store: Store, batch_size: int) -> AsyncIterator[list[Row]]:
 
 async def _copy_rows(
     source: Store, target: Store, total: int, batch_size: int, progress: Progress | None
-) -> tuple[int, int, int, dict[str, str]]:
-    """Rows with vectors, references and markers. Returns rows written, markers in the
-    source and in the target, and the source ids the target knows under another id (a row
-    of the same identity it held already)."""
-    written = marks = target_marks = done = 0
+) -> tuple[int, tuple[int, int, int], dict[str, str]]:
+    """Rows with vectors, references and markers. Returns rows written; markers in the
+    source, in the target and new in the target; and the source ids the target knows under
+    another id (a row of the same identity it held already)."""
+    written = marks = target_marks = new_marks = done = 0
     renamed: dict[str, str] = {}
     _report(progress, "rows", 0, total)
     async for batch in _batches(source, batch_size):
@@ -222,6 +230,8 @@ async def _copy_rows(
                     renamed[row.row_id] = stored_row.row_id
             written += len(missing)
         source_marks = await source.marks_of([r.row_id for r in batch])
+        mapped = [renamed.get(r.row_id, r.row_id) for r in batch]
+        held_marks = len(await target.marks_of(mapped)) if source_marks else 0
         groups: dict[tuple[str, datetime], list[str]] = {}
         for mark in source_marks:
             groups.setdefault((mark.pass_name, mark.marked_at), []).append(
@@ -230,10 +240,12 @@ async def _copy_rows(
         for (pass_name, at), row_ids in groups.items():
             await target.mark(pass_name, row_ids, at=at)
         marks += len(source_marks)
-        target_marks += len(await target.marks_of([renamed.get(r.row_id, r.row_id) for r in batch]))
+        now_held = len(await target.marks_of(mapped))
+        target_marks += now_held
+        new_marks += now_held - held_marks
         done += len(batch)
         _report(progress, "rows", done, total)
-    return written, marks, target_marks, renamed
+    return written, (marks, target_marks, new_marks), renamed
 
 
 async def _copy_edges(
@@ -243,7 +255,7 @@ async def _copy_edges(
     total: int,
     batch_size: int,
     progress: Progress | None,
-) -> int:
+) -> None:
     """Every edge, once (from the batch holding its source end); an edge already in the
     target keeps its weight (`add_edges` keeps the higher one, and they are equal)."""
     done = 0
@@ -266,7 +278,6 @@ async def _copy_edges(
             )
         done += len(edges)
         _report(progress, "edges", done, total)
-    return done
 
 
 async def _copy_model_calls(
