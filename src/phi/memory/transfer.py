@@ -229,23 +229,34 @@ async def _copy_rows(
                 if stored_row.row_id != row.row_id:
                     renamed[row.row_id] = stored_row.row_id
             written += len(missing)
-        source_marks = await source.marks_of([r.row_id for r in batch])
-        mapped = [renamed.get(r.row_id, r.row_id) for r in batch]
-        held_marks = len(await target.marks_of(mapped)) if source_marks else 0
-        groups: dict[tuple[str, datetime], list[str]] = {}
-        for mark in source_marks:
-            groups.setdefault((mark.pass_name, mark.marked_at), []).append(
-                renamed.get(mark.row_id, mark.row_id)
-            )
-        for (pass_name, at), row_ids in groups.items():
-            await target.mark(pass_name, row_ids, at=at)
-        marks += len(source_marks)
-        now_held = len(await target.marks_of(mapped))
-        target_marks += now_held
-        new_marks += now_held - held_marks
+        in_source, in_target, new = await _copy_marks(source, target, batch, renamed)
+        marks, target_marks, new_marks = (
+            marks + in_source,
+            target_marks + in_target,
+            new_marks + new,
+        )
         done += len(batch)
         _report(progress, "rows", done, total)
     return written, (marks, target_marks, new_marks), renamed
+
+
+async def _copy_marks(
+    source: Store, target: Store, batch: Sequence[Row], renamed: dict[str, str]
+) -> tuple[int, int, int]:
+    """The learning passes' markers on a batch of rows: how many the source holds, how
+    many the target holds afterwards, and how many of those are new."""
+    source_marks = await source.marks_of([r.row_id for r in batch])
+    mapped = [renamed.get(r.row_id, r.row_id) for r in batch]
+    before = len(await target.marks_of(mapped))
+    groups: dict[tuple[str, datetime], list[str]] = {}
+    for mark in source_marks:
+        groups.setdefault((mark.pass_name, mark.marked_at), []).append(
+            renamed.get(mark.row_id, mark.row_id)
+        )
+    for (pass_name, at), row_ids in groups.items():
+        await target.mark(pass_name, row_ids, at=at)
+    after = len(await target.marks_of(mapped)) if groups else before
+    return len(source_marks), after, after - before
 
 
 async def _copy_edges(
