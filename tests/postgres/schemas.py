@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from urllib.parse import quote
 
 import psycopg
@@ -47,3 +47,23 @@ async def fresh_schema() -> AsyncIterator[str]:
             yield in_schema(url, schema)
         finally:
             await conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@contextmanager
+def fresh_schema_sync() -> Iterator[str]:
+    """`fresh_schema` for a synchronous test (the CLI and `TestClient` run their own event
+    loops, which cannot start inside an async test's)."""
+    url = server_url()
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    try:
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as exc:
+        pytest.fail(
+            f"no PostgreSQL at {url!r} ({exc}); run `scripts/services.sh` or `phi postgres up`"
+        )
+    with conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        try:
+            yield in_schema(url, schema)
+        finally:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")

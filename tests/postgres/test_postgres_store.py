@@ -18,8 +18,8 @@ from phi.memory.store import (
     RowFilter,
     SQLiteStore,
     Store,
+    _pg_forget,
     _pg_sql,
-    _pg_write,
     open_store,
 )
 from tests.memory.conformance import CONFORMANCE_SPEC, StoreConformance, make_row, vec, w
@@ -113,13 +113,13 @@ async def test_forget_failing_midway_leaves_the_namespace_whole(
     rows = [make_row(f"crows note {i}") for i in range(3)]
     await store.write([w(r, vec(1, i, 0, 0), ("ref",)) for i, r in enumerate(rows)], [])
     before = await store.text_search(["crows"], RowFilter(), limit=5)
-    real = _pg_write.erase_namespace
+    real = _pg_forget.erase
 
     async def crash_after_erasing(*args: Any, **kwargs: Any) -> Any:
         await real(*args, **kwargs)
         raise RuntimeError("crash after the deletes, before the commit")
 
-    monkeypatch.setattr(_pg_write, "erase_namespace", crash_after_erasing)
+    monkeypatch.setattr(_pg_forget, "erase", crash_after_erasing)
     with pytest.raises(RuntimeError, match="before the commit"):
         await store.forget("ns-a")
     monkeypatch.undo()

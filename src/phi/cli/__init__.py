@@ -47,3 +47,6 @@ def main() -> None:
 # Registers `phi memory walk | link` on `memory_app`.
 from phi.cli import memory_graph as _memory_graph  # noqa: E402, F401
 from phi.cli import memory_learning as _memory_learning  # noqa: E402, F401
+
+# Registers `phi memory migrate | import` on `memory_app`.
+from phi.cli import memory_transfer as _memory_transfer  # noqa: E402, F401

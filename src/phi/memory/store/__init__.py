@@ -19,7 +19,7 @@ from phi.memory.store.base import (
     Store,
     StoreStats,
 )
-from phi.memory.store.ledger import Ledger, ModelCallRecord, StateEntry, UsageTotals
+from phi.memory.store.ledger import Ledger, ModelCallRecord, PassMark, StateEntry, UsageTotals
 from phi.memory.store.postgres import PostgresStore
 from phi.memory.store.sqlite import SQLiteStore
 
@@ -32,6 +32,7 @@ __all__ = [
     "Ledger",
     "ModelCallRecord",
     "NamespaceInfo",
+    "PassMark",
     "PostgresStore",
     "RowFilter",
     "RowStore",

@@ -11,16 +11,26 @@ from datetime import UTC, datetime
 from phi.memory.model import Row
 from phi.memory.store._pg_schema import Conn
 from phi.memory.store._pg_sql import ROW_COLUMNS, row_from, where_sql
-from phi.memory.store.base import ModelCallRecord, RowFilter, StateEntry, UsageTotals
+from phi.memory.store.base import (
+    ModelCallRecord,
+    PassMark,
+    RowFilter,
+    StateEntry,
+    UsageTotals,
+)
 
 __all__ = [
     "delete_state",
     "insert_marks",
     "insert_model_call",
     "insert_state",
+    "insert_state_versions",
+    "select_marks",
+    "select_model_calls",
     "select_state",
     "select_state_history",
     "select_state_keys",
+    "select_state_versions",
     "select_unmarked",
     "select_usage",
 ]
@@ -145,4 +155,71 @@ async def select_usage(conn: Conn) -> list[UsageTotals]:
             failures=int(failures),
         )
         for purpose, calls, requests, input_tokens, output_tokens, failures in await cur.fetchall()
+    ]
+
+
+# -- copying a store (`phi.memory.transfer`) ---------------------------------------------
+
+
+async def select_marks(conn: Conn, row_ids: Sequence[str]) -> list[PassMark]:
+    cur = await conn.execute(
+        "SELECT m.pass, r.row_id, m.marked_at FROM learning_marks m"
+        " JOIN rows r ON r.id = m.id WHERE r.row_id = ANY(%s)",
+        (list(set(row_ids)),),
+    )
+    return [
+        PassMark(pass_name=p, row_id=i, marked_at=at.astimezone(UTC))
+        for p, i, at in await cur.fetchall()
+    ]
+
+
+async def select_state_versions(conn: Conn) -> list[StateEntry]:
+    cur = await conn.execute(
+        "SELECT scope, key, value, version, written_at FROM learning_state"
+        " ORDER BY scope, key, version"
+    )
+    return [
+        StateEntry(
+            scope=scope, key=key, value=value, version=version, written_at=at.astimezone(UTC)
+        )
+        for scope, key, value, version, at in await cur.fetchall()
+    ]
+
+
+async def insert_state_versions(conn: Conn, entries: Sequence[StateEntry]) -> int:
+    if not entries:
+        return 0
+    cur = await conn.execute(
+        "INSERT INTO learning_state (scope, key, version, value, written_at)"
+        " SELECT * FROM unnest(%s::text[], %s::text[], %s::int[], %s::text[],"
+        " %s::timestamptz[]) ON CONFLICT DO NOTHING",
+        (
+            [e.scope for e in entries],
+            [e.key for e in entries],
+            [e.version for e in entries],
+            [e.value for e in entries],
+            [e.written_at for e in entries],
+        ),
+    )
+    return cur.rowcount
+
+
+async def select_model_calls(conn: Conn) -> list[ModelCallRecord]:
+    cur = await conn.execute(
+        "SELECT purpose, model, requests, input_tokens, output_tokens, outcome, called_at"
+        " FROM model_calls ORDER BY id"
+    )
+    return [
+        ModelCallRecord(
+            purpose=purpose,
+            model=model,
+            requests=requests,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            outcome=outcome,
+            called_at=at.astimezone(UTC),
+        )
+        for purpose, model, requests, input_tokens, output_tokens, outcome, at in (
+            await cur.fetchall()
+        )
     ]

@@ -121,6 +121,15 @@ async def select_by_hash(conn: Conn, keys: Sequence[tuple[str, str]]) -> dict[tu
     return {(r.namespace, r.content_hash): r for r in map(row_from, await cur.fetchall())}
 
 
+async def select_refs(conn: Conn, row_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    cur = await conn.execute(
+        "SELECT r.row_id, array_agg(f.ref ORDER BY f.ref) FROM row_refs f"
+        " JOIN rows r ON r.id = f.id WHERE r.row_id = ANY(%s) GROUP BY r.row_id",
+        (list(set(row_ids)),),
+    )
+    return {row_id: tuple(refs) for row_id, refs in await cur.fetchall()}
+
+
 async def select_edges(
     conn: Conn, row_ids: Sequence[str], types: Sequence[EdgeType] | None
 ) -> list[Edge]:

@@ -1,6 +1,6 @@
 """The write SQL of the PostgreSQL store: the identity upsert with its vectors, postings,
-statistics and references; edges; supersession; and `forget`. Each runs inside the write
-transaction `PostgresStore` opens (after `lock_writes`).
+statistics and references; edges; supersession (`forget` is in `_pg_forget`). Each runs
+inside the write transaction `PostgresStore` opens (after `lock_writes`).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 
 from psycopg.types.json import Jsonb
 
-from phi.errors import NamespaceNotFound, RowNotFound, StoreError
+from phi.errors import RowNotFound, StoreError
 from phi.memory.model import Edge, Row, Status
 from phi.memory.store._pg_schema import Conn
 from phi.memory.store._pg_sql import ROW_COLUMNS, internal_ids, row_from, vector_literal
 from phi.memory.store._pg_text import Tokenizer
-from phi.memory.store.base import ForgetReport, RowWrite
+from phi.memory.store.base import RowWrite
 
 
 async def lock_writes(conn: Conn) -> None:
@@ -178,34 +178,3 @@ async def set_status(conn: Conn, row_ids: Sequence[str], status: Status, at: dat
         "UPDATE rows SET status = %s, updated_at = %s WHERE id = ANY(%s)",
         (status, at, list(ids.values())),
     )
-
-
-async def erase_namespace(conn: Conn, namespace: str) -> ForgetReport:
-    cur = await conn.execute(
-        "SELECT kind, count(*), sum(doc_len) FROM rows WHERE namespace = %s GROUP BY kind",
-        (namespace,),
-    )
-    found = await cur.fetchall()
-    if not found:
-        raise NamespaceNotFound(namespace)
-    kinds = {kind: int(n) for kind, n, _ in found}
-    rows, length = sum(kinds.values()), sum(int(s) for _, _, s in found)
-    cur = await conn.execute(
-        "SELECT count(*) FROM edges WHERE src IN (SELECT id FROM rows WHERE namespace = %s)"
-        " OR dst IN (SELECT id FROM rows WHERE namespace = %s)",
-        (namespace, namespace),
-    )
-    (edges,) = await cur.fetchone() or (0,)
-    await conn.execute(
-        "UPDATE term_df d SET df = d.df - x.n FROM (SELECT t.term, count(*) AS n FROM row_terms t"
-        " JOIN rows r ON r.id = t.id WHERE r.namespace = %s GROUP BY t.term) x"
-        " WHERE d.term = x.term",
-        (namespace,),
-    )
-    await conn.execute("DELETE FROM term_df WHERE df <= 0")
-    await conn.execute(
-        "UPDATE text_stats SET n_rows = n_rows - %s, total_len = total_len - %s", (rows, length)
-    )
-    # Vectors, postings, references, edges and learning marks go by cascade.
-    await conn.execute("DELETE FROM rows WHERE namespace = %s", (namespace,))
-    return ForgetReport(namespace=namespace, rows=rows, edges=int(edges), kinds=kinds)

@@ -14,16 +14,20 @@ import apsw
 from phi.memory.model import Row
 from phi.memory.store._sqlite_sql import ROW_COLUMNS, chunks, dt, marks, row_from, ts, where_sql
 from phi.memory.store.base import RowFilter
-from phi.memory.store.ledger import ModelCallRecord, StateEntry, UsageTotals
+from phi.memory.store.ledger import ModelCallRecord, PassMark, StateEntry, UsageTotals
 
 __all__ = [
     "delete_state",
     "insert_marks",
     "insert_model_call",
     "insert_state",
+    "insert_state_versions",
+    "select_marks",
+    "select_model_calls",
     "select_state",
     "select_state_history",
     "select_state_keys",
+    "select_state_versions",
     "select_unmarked",
     "select_usage",
 ]
@@ -146,4 +150,61 @@ def select_usage(conn: apsw.Connection) -> list[UsageTotals]:
             failures=failures,
         )
         for purpose, calls, requests, input_tokens, output_tokens, failures in found
+    ]
+
+
+# -- copying a store (`phi.memory.transfer`) ---------------------------------------------
+
+
+def select_marks(conn: apsw.Connection, row_ids: Sequence[str]) -> list[PassMark]:
+    out: list[PassMark] = []
+    for part in chunks(row_ids):
+        found = conn.execute(
+            "SELECT m.pass, r.row_id, m.marked_at FROM learning_marks m"
+            f" JOIN rows r ON r.id = m.id WHERE r.row_id IN ({marks(part)})",
+            part,
+        )
+        out += [PassMark(pass_name=p, row_id=i, marked_at=dt(at)) for p, i, at in found]
+    return out
+
+
+def select_state_versions(conn: apsw.Connection) -> list[StateEntry]:
+    found = conn.execute(
+        "SELECT scope, key, value, version, written_at FROM learning_state"
+        " ORDER BY scope, key, version"
+    )
+    return [
+        StateEntry(scope=scope, key=key, value=value, version=version, written_at=dt(at))
+        for scope, key, value, version, at in found
+    ]
+
+
+def insert_state_versions(conn: apsw.Connection, entries: Sequence[StateEntry]) -> int:
+    new = 0
+    for e in entries:
+        conn.execute(
+            "INSERT OR IGNORE INTO learning_state (scope, key, version, value, written_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (e.scope, e.key, e.version, e.value, ts(e.written_at)),
+        )
+        new += conn.changes()
+    return new
+
+
+def select_model_calls(conn: apsw.Connection) -> list[ModelCallRecord]:
+    found = conn.execute(
+        "SELECT purpose, model, requests, input_tokens, output_tokens, outcome, called_at"
+        " FROM model_calls ORDER BY id"
+    )
+    return [
+        ModelCallRecord(
+            purpose=purpose,
+            model=model,
+            requests=requests,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            outcome=outcome,
+            called_at=dt(at),
+        )
+        for purpose, model, requests, input_tokens, output_tokens, outcome, at in found
     ]

@@ -276,6 +276,18 @@ def select_by_hash(
     return found
 
 
+def select_refs(conn: apsw.Connection, row_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    out: dict[str, list[str]] = {}
+    for part in chunks(row_ids):
+        for row_id, ref in conn.execute(
+            "SELECT r.row_id, f.ref FROM row_refs f JOIN rows r ON r.id = f.id"
+            f" WHERE r.row_id IN ({marks(part)}) ORDER BY r.row_id, f.ref",
+            part,
+        ):
+            out.setdefault(row_id, []).append(ref)
+    return {row_id: tuple(refs) for row_id, refs in out.items()}
+
+
 def select_edges(
     conn: apsw.Connection, row_ids: Sequence[str], types: Sequence[EdgeType] | None
 ) -> list[Edge]:

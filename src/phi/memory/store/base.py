@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from phi.memory.model import Edge, EdgeType, Kind, Row, Status
-from phi.memory.store.ledger import Ledger, ModelCallRecord, StateEntry, UsageTotals
+from phi.memory.store.ledger import Ledger, ModelCallRecord, PassMark, StateEntry, UsageTotals
 
 __all__ = [
     "DERIVED_FROM",
@@ -34,6 +34,7 @@ __all__ = [
     "Ledger",
     "ModelCallRecord",
     "NamespaceInfo",
+    "PassMark",
     "RowFilter",
     "RowStore",
     "RowWrite",
@@ -318,6 +319,12 @@ class RowStore(Protocol):
         ...
 
     async def stats(self) -> StoreStats: ...
+
+    # -- for copying a store (`phi.memory.transfer`) ------------------------------------
+
+    async def refs_of(self, row_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """The references each given row mentions, sorted (rows with none are left out)."""
+        ...
 
 
 class Store(RowStore, Ledger, Protocol):

@@ -20,7 +20,7 @@ from phi.memory.model import Row
 if TYPE_CHECKING:
     from phi.memory.store.base import RowFilter
 
-__all__ = ["Ledger", "ModelCallRecord", "StateEntry", "UsageTotals"]
+__all__ = ["Ledger", "ModelCallRecord", "PassMark", "StateEntry", "UsageTotals"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,6 +65,15 @@ class UsageTotals:
     """Calls whose answer could not be used."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class PassMark:
+    """A learning pass's marker on one row."""
+
+    pass_name: str
+    row_id: str
+    marked_at: datetime
+
+
 class Ledger(Protocol):
     """Learning marks, versioned key/value state and the model-call log. All coroutines."""
 
@@ -106,4 +115,23 @@ class Ledger(Protocol):
 
     async def model_usage(self) -> list[UsageTotals]:
         """Calls, requests and tokens per purpose, over the whole log."""
+        ...
+
+    # -- for copying a store (`phi.memory.transfer`) ------------------------------------
+
+    async def marks_of(self, row_ids: Sequence[str]) -> list[PassMark]:
+        """Every pass's marker on the given rows."""
+        ...
+
+    async def state_versions(self) -> list[StateEntry]:
+        """Every stored version of every piece of learning state, by scope, key, version."""
+        ...
+
+    async def restore_state(self, entries: Sequence[StateEntry]) -> int:
+        """Store these exact versions (number and time kept); a version already stored
+        stays as it is. Returns how many were new."""
+        ...
+
+    async def model_calls(self) -> list[ModelCallRecord]:
+        """The whole model-call log, oldest first."""
         ...

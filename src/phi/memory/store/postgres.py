@@ -26,6 +26,7 @@ import psycopg_pool
 
 from phi.errors import EmbedderMismatch, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
+from phi.memory.store import _pg_forget
 from phi.memory.store import _pg_learning as learning_sql
 from phi.memory.store import _pg_sql as sql
 from phi.memory.store import _pg_write as write_sql
@@ -40,6 +41,7 @@ from phi.memory.store.base import (
     HybridSignals,
     ModelCallRecord,
     NamespaceInfo,
+    PassMark,
     RowFilter,
     RowWrite,
     StateEntry,
@@ -240,8 +242,9 @@ class PostgresStore:
         author: str | None = None,
         state: Sequence[tuple[str, str]] = (),
     ) -> ForgetReport:
-        # TODO(merge): provenance and state erasure as in the SQLite store (being ported).
-        return await self._write(partial(write_sql.erase_namespace, namespace=namespace))
+        return await self._write(
+            partial(_pg_forget.erase, namespace=namespace, author=author, state=state)
+        )
 
     # -- reads -------------------------------------------------------------------------
 
@@ -353,6 +356,11 @@ class PostgresStore:
             size_bytes=size,
         )
 
+    # -- rows side, for copying a store (`phi.memory.transfer`) --------------------------
+
+    async def refs_of(self, row_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        return await self._read(partial(sql.select_refs, row_ids=row_ids))
+
     # -- learning passes' bookkeeping (append-only block) --------------------------------
 
     async def mark(self, pass_name: str, row_ids: Sequence[str], *, at: datetime) -> None:
@@ -391,6 +399,20 @@ class PostgresStore:
 
     async def erase_state(self, scope: str, key: str) -> int:
         return await self._ledger(partial(learning_sql.delete_state, scope=scope, key=key))
+
+    # ledger side, for copying a store (`phi.memory.transfer`):
+
+    async def marks_of(self, row_ids: Sequence[str]) -> list[PassMark]:
+        return await self._read(partial(learning_sql.select_marks, row_ids=row_ids))
+
+    async def state_versions(self) -> list[StateEntry]:
+        return await self._read(learning_sql.select_state_versions)
+
+    async def restore_state(self, entries: Sequence[StateEntry]) -> int:
+        return await self._ledger(partial(learning_sql.insert_state_versions, entries=entries))
+
+    async def model_calls(self) -> list[ModelCallRecord]:
+        return await self._read(learning_sql.select_model_calls)
 
     async def _ledger(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         # Ledger writes touch no row and no text statistics: they need not queue behind

@@ -42,6 +42,7 @@ from phi.memory.store.base import (
     HybridQuery,
     HybridSignals,
     NamespaceInfo,
+    PassMark,
     RowFilter,
     RowWrite,
     StoreStats,
@@ -373,6 +374,11 @@ class SQLiteStore:
             size_bytes=size,
         )
 
+    # -- for copying a store (`phi.memory.transfer`) ------------------------------------
+
+    async def refs_of(self, row_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        return await self._read(partial(sql.select_refs, row_ids=row_ids))
+
     # -- Ledger: learning marks, key/value state, the model-call log -------------------
 
     async def mark(self, pass_name: str, row_ids: Sequence[str], *, at: datetime) -> None:
@@ -411,3 +417,17 @@ class SQLiteStore:
 
     async def erase_state(self, scope: str, key: str) -> int:
         return await self._write(partial(learning_sql.delete_state, scope=scope, key=key))
+
+    # ledger side, for copying a store (`phi.memory.transfer`):
+
+    async def marks_of(self, row_ids: Sequence[str]) -> list[PassMark]:
+        return await self._read(partial(learning_sql.select_marks, row_ids=row_ids))
+
+    async def state_versions(self) -> list[StateEntry]:
+        return await self._read(learning_sql.select_state_versions)
+
+    async def restore_state(self, entries: Sequence[StateEntry]) -> int:
+        return await self._write(partial(learning_sql.insert_state_versions, entries=entries))
+
+    async def model_calls(self) -> list[ModelCallRecord]:
+        return await self._read(learning_sql.select_model_calls)
