@@ -50,6 +50,7 @@ async def test_blank_database_is_migrated_to_the_schema(tmp_path: Path) -> None:
         "row_text",
         "row_terms",
         "row_vectors",
+        "embed_queue",
         "phi_meta",
         "phi_migrations",
     } <= names
@@ -58,6 +59,7 @@ async def test_blank_database_is_migrated_to_the_schema(tmp_path: Path) -> None:
         "m002_learning",
         "m003_recall_indexes",
         "m004_namespace_terms",
+        "m005_embed_queue",
     ]
     assert next(conn.execute("PRAGMA journal_mode"))[0] == "wal"
     assert next(conn.execute("PRAGMA application_id"))[0] == 0x70686931

@@ -276,3 +276,14 @@ def m004_namespace_terms(conn: apsw.Connection) -> None:
             conn.executemany("INSERT INTO row_terms (rowid, terms) VALUES (?, ?)", batch)
             batch.clear()
     conn.executemany("INSERT INTO row_terms (rowid, terms) VALUES (?, ?)", batch)
+
+
+@migration
+def m005_embed_queue(conn: apsw.Connection) -> None:
+    """Rows written without a vector wait here, written in their own transaction: a
+    killed process loses no queued row, and a forgotten row leaves the queue with it."""
+    conn.execute(
+        "CREATE TABLE embed_queue ("
+        " id INTEGER PRIMARY KEY REFERENCES rows (id) ON DELETE CASCADE,"
+        " queued_at REAL NOT NULL)"
+    )

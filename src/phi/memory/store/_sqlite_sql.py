@@ -135,7 +135,7 @@ def upsert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> Row:
     under its `(namespace, content_hash)`: decided here, inside the write transaction, so
     two processes writing the same text at once make one row and both get it back."""
     row = item.row
-    if item.vector.shape != (dimension,):
+    if item.vector is not None and item.vector.shape != (dimension,):
         raise StoreError(
             f"vector of shape {item.vector.shape} does not fit this store ({dimension}-d)"
         )
@@ -168,19 +168,25 @@ def upsert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> Row:
             row.namespace, row.content_hash
         ]
     rid = conn.last_insert_rowid()
-    conn.execute(
-        "INSERT INTO row_vectors (id, namespace, embedding, kind, status, author, created_at)"
-        " VALUES (?,?,?,?,?,?,?)",
-        (
-            rid,
-            row.namespace,
-            item.vector.astype(np.float32).tobytes(),
-            row.kind,
-            row.status,
-            row.author or "",
-            ts(row.created_at),
-        ),
-    )
+    if item.vector is None:
+        # Embedded later (`_sqlite_queue.insert_vectors`); queued in this transaction.
+        conn.execute(
+            "INSERT INTO embed_queue (id, queued_at) VALUES (?, ?)", (rid, ts(row.updated_at))
+        )
+    else:
+        conn.execute(
+            "INSERT INTO row_vectors (id, namespace, embedding, kind, status, author,"
+            " created_at) VALUES (?,?,?,?,?,?,?)",
+            (
+                rid,
+                row.namespace,
+                item.vector.astype(np.float32).tobytes(),
+                row.kind,
+                row.status,
+                row.author or "",
+                ts(row.created_at),
+            ),
+        )
     conn.execute(
         "INSERT INTO row_text (rowid, content, nskey) VALUES (?,?,?)",
         (rid, row.content, nskey(row.namespace)),

@@ -121,7 +121,9 @@ class RowWrite:
     """A fully formed row with its vector and the references it mentions."""
 
     row: Row
-    vector: npt.NDArray[np.float32]
+    vector: npt.NDArray[np.float32] | None
+    """`None`: embed later. The row is stored (and text-searchable) at once and waits in
+    the store's embedding queue until `add_vectors` gives its vector."""
     refs: tuple[str, ...] = ()
     """Handles, DIDs, URLs and AT-URIs the row mentions (for reference edges)."""
 
@@ -318,6 +320,26 @@ class RowStore(Protocol):
         ...
 
     async def stats(self) -> StoreStats: ...
+
+    # -- the embedding queue: rows written without a vector (`RowWrite.vector` None) ------
+
+    async def unembedded(self, *, limit: int) -> list[Row]:
+        """Rows still waiting for their vector, oldest write first. The queue is durable:
+        it is written in the rows' own transaction."""
+        ...
+
+    async def count_unembedded(self, where: RowFilter) -> int:
+        """How many rows within `where` wait for their vector (dense recall cannot see
+        them yet; text recall can)."""
+        ...
+
+    async def add_vectors(
+        self, vectors: Mapping[str, npt.NDArray[np.float32]], edges: Sequence[Edge]
+    ) -> None:
+        """Store the vectors of queued rows and the edges found with them (semantic
+        links), in one transaction; each row leaves the queue. A row erased meanwhile is
+        skipped, with its edges; a row that already has its vector keeps it."""
+        ...
 
 
 class Store(RowStore, Ledger, Protocol):
