@@ -353,6 +353,10 @@ class RowStoreConformance:
         assert {k: sorted(v) for k, v in fast.adjacency.items()} == {
             k: sorted(v) for k, v in slow.adjacency.items()
         }
+        assert fast.contents == slow.contents
+        by_id = {r.row_id: r.content for r in [*rows, other]}
+        hit_ids = {h.row_id for h in [*fast.dense, *fast.text]}
+        assert fast.contents == {i: by_id[i] for i in hit_ids}
         assert len(fast.adjacency) == 5 and other.row_id not in fast.adjacency
         assert other.row_id not in {h.row_id for h in [*fast.dense, *fast.text]}
 

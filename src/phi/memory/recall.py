@@ -247,12 +247,16 @@ async def recall(
     if recipe.window_weight:
         dense = await _window_dense(store, vector, dense, recipe)
     fused = _relevance(dense, signals.text, recipe)
-    # Rows already read (for the speaker lift) are not read again for the head: at a
-    # million rows each trip to the store is a sizeable share of a search.
+    # The speaker lift reads contents the store sent with the signals; rows read for it
+    # anyway are not read again for the head: at a million rows each trip to the store is
+    # a sizeable share of a search.
     known: dict[str, Row] = {}
     if recipe.speaker_weight:
-        known = {r.row_id: r for r in await store.get_rows(list(fused))}
-        spoken = speaker_boost({i: r.content for i, r in known.items()}, terms)
+        contents = signals.contents
+        if not set(fused) <= contents.keys():  # a backend that does not send contents
+            known = {r.row_id: r for r in await store.get_rows(list(fused))}
+            contents = {i: r.content for i, r in known.items()}
+        spoken = speaker_boost({i: contents[i] for i in fused if i in contents}, terms)
         fused = {
             k: v * (1.0 + recipe.speaker_weight) if k in spoken else v for k, v in fused.items()
         }

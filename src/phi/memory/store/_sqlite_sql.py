@@ -339,6 +339,15 @@ def row_names(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, str]:
     return names
 
 
+def row_texts(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """`(public id, content)` of internal ids."""
+    found: dict[int, tuple[str, str]] = {}
+    for chunk in chunks(ids):
+        sql = f"SELECT id, row_id, content FROM rows WHERE id IN ({marks(chunk)})"
+        found.update((i, (name, content)) for i, name, content in conn.execute(sql, chunk))
+    return found
+
+
 def _knn_partition(
     conn: apsw.Connection, blob: bytes, namespace: str | None, where: RowFilter, k: int
 ) -> list[tuple[float, int]]:
@@ -517,7 +526,10 @@ def hybrid(conn: apsw.Connection, blob: bytes, query: HybridQuery) -> HybridSign
     dense_extra = {i: pool[i] for i in extra if i in pool}
     dense_extra |= _cosine_ids(conn, blob, [i for i in extra if i not in pool], where)
     text_extra = {i: matches[i] for i in extra if i in matches}
-    names = row_names(conn, sorted({*dense, *text, *adjacency}))
+    hit_ids = sorted({*dense, *text, *dense_extra, *text_extra})
+    texts = row_texts(conn, hit_ids)
+    names = {i: name for i, (name, _) in texts.items()}
+    names |= row_names(conn, sorted(set(adjacency) - set(names)))
 
     def named(scores: dict[int, float]) -> list[Hit]:
         return [Hit(row_id=names[i], score=s) for i, s in scores.items() if i in names]
@@ -532,6 +544,7 @@ def hybrid(conn: apsw.Connection, blob: bytes, query: HybridQuery) -> HybridSign
             for a, linked in adjacency.items()
             if a in names
         },
+        contents={name: content for name, content in texts.values()},
     )
 
 
