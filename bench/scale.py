@@ -18,6 +18,9 @@ measures, through `Memory`:
 - ingest rate of new rows through `remember_many`, real MiniLM embedding and edges
   included, on real conversational text (LoCoMo turns when the data is beside the checkout,
   else template sentences);
+- the same with `defer_embedding` and a background embedder: rows acknowledged per
+  second (text-searchable at once), and how long after the last write the queue was empty
+  (from then on every row is meaning-searchable too);
 - namespace-scoped top-10 recall latency, without the query embedding (a cached vector)
   and with it (MiniLM), p50 and p95;
 - unscoped top-10 recall latency;
@@ -170,6 +173,45 @@ async def ingest_rate(memory: Memory, gen: Generator, texts: list[str]) -> float
     return n / (time.perf_counter() - started)
 
 
+async def deferred_rate(
+    memory: Memory, gen: Generator, texts: list[str]
+) -> tuple[float, float, float]:
+    """Chat turns written in batches of 32 with `defer_embedding` while a background task
+    embeds the queue: acknowledged rows/s (each row text-searchable when acknowledged),
+    the embedder's rows/s, and the seconds from the last acknowledgement until the queue
+    was empty (every row meaning-searchable)."""
+    rows = [
+        NewRow(content=text, namespace=f"bench-{int(ns):04d}", kind="interaction")
+        for text, ns in zip(texts, gen.rng.integers(0, NAMESPACES, size=len(texts)), strict=True)
+    ]
+    written = anyio.Event()
+    embedded = 0
+
+    async def embedder() -> None:
+        nonlocal embedded
+        while True:
+            done = await memory.embed_pending(batch=64)
+            embedded += done
+            if not done:
+                if written.is_set():
+                    return
+                await anyio.sleep(0.02)
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(embedder)
+        for offset in range(0, len(rows), 32):
+            await memory.remember_many(rows[offset : offset + 32], defer_embedding=True)
+        acknowledged = time.perf_counter()
+        written.set()
+    finished = time.perf_counter()
+    return (
+        len(rows) / (acknowledged - started),
+        embedded / (finished - started),
+        finished - acknowledged,
+    )
+
+
 def quantiles(values: list[float]) -> tuple[float, float]:
     ordered = sorted(values)
     return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
@@ -194,6 +236,9 @@ class Figures:
     fill_rate: float
     ingest_rate: float
     short_rate: float
+    deferred: tuple[float, float, float]
+    """Acknowledged rows/s with embedding deferred, the embedder's rows/s, and seconds
+    from the last write until every row was embedded."""
     scoped: tuple[float, float]
     scoped_embedded: tuple[float, float]
     unscoped: tuple[float, float]
@@ -274,6 +319,7 @@ async def measure(
         "fill rows/s (no embedding)",
         "ingest rows/s, chat turns (MiniLM + edges)",
         "ingest rows/s, short facts",
+        "ingest rows/s, chat turns, embedding deferred (embedder rows/s; queue empty after s)",
         "scoped p50/p95 ms, cached query vector",
         "scoped p50/p95 ms, MiniLM query",
         "unscoped p50/p95 ms, cached",
@@ -295,6 +341,9 @@ async def measure(
             fill_rate = max(size - ingest - filled, 0) / max(time.perf_counter() - started, 1e-9)
             rate = await ingest_rate(memory, gen, conversational_texts(ingest // 2, size))
             short_rate = await ingest_rate(memory, gen, short_facts(ingest // 2, size))
+            deferred = await deferred_rate(
+                memory, gen, conversational_texts(ingest // 2, size + 50_000_000)
+            )
             filled = size
             names = [n.namespace for n in await memory.namespaces(prefix="bench-")]
             scoped = [names[int(p) % len(names)] for p in picks]
@@ -307,6 +356,7 @@ async def measure(
             size_mb = ((await memory.stats()).size_bytes or 0) / 1e6
         print(
             f"| {size:,} | {fill_rate:,.0f} | {rate:,.0f} | {short_rate:,.0f} | "
+            f"{deferred[0]:,.0f} ({deferred[1]:,.0f}; {deferred[2]:.1f} s) | "
             f"{without[0]:.1f} / {without[1]:.1f} | "
             f"{with_embedding[0]:.1f} / {with_embedding[1]:.1f} | "
             f"{unscoped[0]:.0f} / {unscoped[1]:.0f} | "
@@ -320,6 +370,7 @@ async def measure(
                 fill_rate=fill_rate,
                 ingest_rate=rate,
                 short_rate=short_rate,
+                deferred=deferred,
                 scoped=without,
                 scoped_embedded=with_embedding,
                 unscoped=unscoped,
