@@ -4,7 +4,9 @@
   lost, and the rows, vector index and text index keep the same count;
 - several processes writing and reading one store at once, some writing the same text at
   the same moment: one row per identity, every caller gets that row back, no error;
-- several processes creating a fresh store at once: every one succeeds.
+- several processes creating a fresh store at once: every one succeeds;
+- kill -9 of a writer storing rows unembedded and of the embedder draining that queue:
+  no acknowledged row lost, each row embedded or queued, a later embedder finishes.
 
 The workers (`tests.durability._worker`) embed with a deterministic test embedder: the
 embedder is not under test, and MiniLM's load in every process would cost seconds each.

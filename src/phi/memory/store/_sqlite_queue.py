@@ -56,6 +56,8 @@ def insert_vectors(
         conn.execute("DELETE FROM embed_queue WHERE id = ?", (rid,))
         if conn.changes() == 0:
             continue  # not queued: it has its vector already
+        if next(conn.execute("SELECT count(*) FROM row_vectors WHERE id = ?", (rid,)))[0]:
+            continue  # given one meanwhile by another path (a re-embedding): keep it
         conn.execute(
             "INSERT INTO row_vectors (id, namespace, embedding, kind, status, author, created_at)"
             " SELECT id, namespace, ?, kind, status, coalesce(author, ''), created_at"

@@ -9,8 +9,9 @@ namespaces, so it reads their postings only.
 
 Every document also carries the bare namespace key as one token. `row_text` holds that key
 in its `nskey` column, so documents keep the same length and BM25 scores in a store of one
-namespace are exactly those of `row_text` (and elsewhere use the namespace's own document
-frequencies).
+namespace are exactly those of `row_text`. In a store of many, a namespace's scores are
+those it would have alone (its own row count and document frequencies; only the average
+document length is the store's): another person's words never change them.
 """
 
 from __future__ import annotations
