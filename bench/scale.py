@@ -1,11 +1,14 @@
 """Latency and scale of the memory engine: 10k, 100k and 1M rows over ~1000 namespaces.
 
     uv run python bench/scale.py [--sizes 10000,100000,1000000] [--db STORE ...]
+        [--keep DIR] [--plot FILE]
 
 `--db` names a store: `sqlite` (a temporary file, the default), a folder (a SQLite file in
 it), or a `postgresql://` URL (a fresh schema in that database, dropped afterwards).
 Repeat it to measure several stores on the same data; the last table then gives each
-store's figures as a ratio to the first's.
+store's figures as a ratio to the first's. `--keep DIR` keeps one SQLite store per size
+(`DIR/scale-<rows>.db`) and reuses it: a million rows take ~10 minutes to fill.
+`--plot FILE` draws scoped latency against rows (log scale).
 
 The store is filled through the store API with realistic synthetic rows: low-rank plus
 noise vectors clustered per namespace (uniformly random vectors would defeat any index)
@@ -15,9 +18,13 @@ measures, through `Memory`:
 - ingest rate of new rows through `remember_many`, real MiniLM embedding and edges
   included, on real conversational text (LoCoMo turns when the data is beside the checkout,
   else template sentences);
+- the same with `defer_embedding` and a background embedder: rows acknowledged per
+  second (text-searchable at once), and how long after the last write the queue was empty
+  (from then on every row is meaning-searchable too);
 - namespace-scoped top-10 recall latency, without the query embedding (a cached vector)
   and with it (MiniLM), p50 and p95;
 - unscoped top-10 recall latency;
+- scoped latency (cached query vector) while another process ingests chat turns;
 - the file size.
 """
 
@@ -25,12 +32,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -162,6 +173,45 @@ async def ingest_rate(memory: Memory, gen: Generator, texts: list[str]) -> float
     return n / (time.perf_counter() - started)
 
 
+async def deferred_rate(
+    memory: Memory, gen: Generator, texts: list[str]
+) -> tuple[float, float, float]:
+    """Chat turns written in batches of 32 with `defer_embedding` while a background task
+    embeds the queue: acknowledged rows/s (each row text-searchable when acknowledged),
+    the embedder's rows/s, and the seconds from the last acknowledgement until the queue
+    was empty (every row meaning-searchable)."""
+    rows = [
+        NewRow(content=text, namespace=f"bench-{int(ns):04d}", kind="interaction")
+        for text, ns in zip(texts, gen.rng.integers(0, NAMESPACES, size=len(texts)), strict=True)
+    ]
+    written = anyio.Event()
+    embedded = 0
+
+    async def embedder() -> None:
+        nonlocal embedded
+        while True:
+            done = await memory.embed_pending(batch=64)
+            embedded += done
+            if not done:
+                if written.is_set():
+                    return
+                await anyio.sleep(0.02)
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(embedder)
+        for offset in range(0, len(rows), 32):
+            await memory.remember_many(rows[offset : offset + 32], defer_embedding=True)
+        acknowledged = time.perf_counter()
+        written.set()
+    finished = time.perf_counter()
+    return (
+        len(rows) / (acknowledged - started),
+        embedded / (finished - started),
+        finished - acknowledged,
+    )
+
+
 def quantiles(values: list[float]) -> tuple[float, float]:
     ordered = sorted(values)
     return statistics.median(ordered), ordered[int(0.95 * (len(ordered) - 1))]
@@ -186,13 +236,77 @@ class Figures:
     fill_rate: float
     ingest_rate: float
     short_rate: float
+    deferred: tuple[float, float, float]
+    """Acknowledged rows/s with embedding deferred, the embedder's rows/s, and seconds
+    from the last write until every row was embedded."""
     scoped: tuple[float, float]
     scoped_embedded: tuple[float, float]
     unscoped: tuple[float, float]
+    concurrent: tuple[float, float]
     size_mb: float
 
 
-async def measure(path: str, sizes: list[int], queries: int, ingest: int) -> list[Figures]:
+async def ingest_for(path: str, seconds: float) -> None:
+    """The other process of the concurrent measurement: chat turns through `remember_many`
+    (MiniLM included) in batches of 32, printing its progress, for at most `seconds`."""
+    gen = Generator(seed=os.getpid())
+    written, started = 0, time.perf_counter()
+    async with Memory.open(path, embedder=MiniLMEmbedder()) as memory:
+        print("ready", flush=True)
+        while time.perf_counter() - started < seconds:
+            texts = conversational_texts(32, 10_000_000 + os.getpid() * 100_000 + written)
+            namespaces = gen.rng.integers(0, NAMESPACES, size=len(texts))
+            await memory.remember_many(
+                [
+                    NewRow(content=t, namespace=f"bench-{int(ns):04d}", kind="interaction")
+                    for t, ns in zip(texts, namespaces, strict=True)
+                ]
+            )
+            written += len(texts)
+            print(f"{written} {time.perf_counter() - started:.3f}", flush=True)
+
+
+async def under_writes(
+    path: str, memory: Memory, queries: list[str], scoped: list[str | None]
+) -> tuple[tuple[float, float], float]:
+    """Scoped latency while a second process ingests, and that process's rows/s."""
+    writer = await anyio.open_process(
+        [sys.executable, __file__, "--ingest-into", path, "--seconds", "900"],
+        stdout=subprocess.PIPE,
+    )
+    assert writer.stdout is not None
+    out = b""
+    try:
+        while b"ready" not in out:  # the writer has its store open
+            out += await writer.stdout.receive()
+        await anyio.sleep(3.0)  # past its first batch: MiniLM loaded, writing steadily
+        found = quantiles(await latencies(memory, queries, scoped))
+    finally:
+        writer.terminate()
+        async for chunk in writer.stdout:
+            out += chunk
+        await writer.wait()
+    progress = out.decode().split()
+    rate = float(progress[-2]) / float(progress[-1]) if len(progress) >= 3 else 0.0
+    return found, rate
+
+
+def kept_rows(path: str) -> int:
+    """Rows already in a kept store (0 when it does not exist yet)."""
+    if not Path(path).exists():
+        return 0
+    import apsw  # only for a kept SQLite store: read its count without opening Memory
+
+    conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return int(next(conn.execute("SELECT count(*) FROM rows"))[0])
+    finally:
+        conn.close()
+
+
+async def measure(
+    path: str, sizes: list[int], queries: int, ingest: int, *, keep: Path | None = None
+) -> list[Figures]:
     gen = Generator()
     minilm = MiniLMEmbedder()
     query_texts = [" ".join(t.split()[:6]) for t in gen.texts(queries)]
@@ -205,9 +319,11 @@ async def measure(path: str, sizes: list[int], queries: int, ingest: int) -> lis
         "fill rows/s (no embedding)",
         "ingest rows/s, chat turns (MiniLM + edges)",
         "ingest rows/s, short facts",
+        "ingest rows/s, chat turns, embedding deferred (embedder rows/s; queue empty after s)",
         "scoped p50/p95 ms, cached query vector",
         "scoped p50/p95 ms, MiniLM query",
         "unscoped p50/p95 ms, cached",
+        "scoped p50/p95 ms while another process ingests (its rows/s)",
         "file MB",
     ]
     print(f"\nstore: {path.split('?')[0]}")
@@ -215,12 +331,19 @@ async def measure(path: str, sizes: list[int], queries: int, ingest: int) -> lis
     print("|" + "---|" * len(columns))
     figures: list[Figures] = []
     for size in sizes:
+        if keep is not None:
+            # One kept store per size: what is already in it is not filled again.
+            path = str(keep / f"scale-{size}.db")
+            filled, last = kept_rows(path), {}
         async with Memory.open(path, embedder=minilm) as memory:
             started = time.perf_counter()
             await fill(memory, gen, filled, size - ingest, last)
-            fill_rate = (size - ingest - filled) / max(time.perf_counter() - started, 1e-9)
+            fill_rate = max(size - ingest - filled, 0) / max(time.perf_counter() - started, 1e-9)
             rate = await ingest_rate(memory, gen, conversational_texts(ingest // 2, size))
             short_rate = await ingest_rate(memory, gen, short_facts(ingest // 2, size))
+            deferred = await deferred_rate(
+                memory, gen, conversational_texts(ingest // 2, size + 50_000_000)
+            )
             filled = size
             names = [n.namespace for n in await memory.namespaces(prefix="bench-")]
             scoped = [names[int(p) % len(names)] for p in picks]
@@ -229,12 +352,15 @@ async def measure(path: str, sizes: list[int], queries: int, ingest: int) -> lis
             await latencies(memory, query_texts[:20], list(scoped[:20]))  # warm the page cache
             without = quantiles(await latencies(memory, query_texts, list(scoped)))
             unscoped = quantiles(await latencies(memory, query_texts[:20], [None] * 20))
+            concurrent, writer_rate = await under_writes(path, memory, query_texts, list(scoped))
             size_mb = ((await memory.stats()).size_bytes or 0) / 1e6
         print(
             f"| {size:,} | {fill_rate:,.0f} | {rate:,.0f} | {short_rate:,.0f} | "
+            f"{deferred[0]:,.0f} ({deferred[1]:,.0f}; {deferred[2]:.1f} s) | "
             f"{without[0]:.1f} / {without[1]:.1f} | "
             f"{with_embedding[0]:.1f} / {with_embedding[1]:.1f} | "
             f"{unscoped[0]:.0f} / {unscoped[1]:.0f} | "
+            f"{concurrent[0]:.1f} / {concurrent[1]:.1f} ({writer_rate:.0f} rows/s) | "
             f"{size_mb:,.0f} |",
             flush=True,
         )
@@ -244,13 +370,42 @@ async def measure(path: str, sizes: list[int], queries: int, ingest: int) -> lis
                 fill_rate=fill_rate,
                 ingest_rate=rate,
                 short_rate=short_rate,
+                deferred=deferred,
                 scoped=without,
                 scoped_embedded=with_embedding,
                 unscoped=unscoped,
+                concurrent=concurrent,
                 size_mb=size_mb,
             )
         )
     return figures
+
+
+def plot_latency(names: list[str], runs: list[list[Figures]], path: Path) -> None:
+    """Scoped p50 against rows, log-log, one line per store and query kind."""
+    import matplotlib  # a development dependency: imported only when a chart is asked for
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for name, run in zip(names, runs, strict=True):
+        sizes = [f.size for f in run]
+        ax.plot(sizes, [f.scoped[0] for f in run], marker="o", label=f"{name}: cached vector")
+        ax.plot(
+            sizes, [f.scoped_embedded[0] for f in run], marker="s", label=f"{name}: MiniLM query"
+        )
+        ax.plot(sizes, [f.concurrent[0] for f in run], marker="^", label=f"{name}: under writes")
+    ax.axhline(5.0, color="grey", linestyle=":", linewidth=1, label="goal, cached (5 ms)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("rows in the store (~1000 namespaces)")
+    ax.set_ylabel("scoped top-10 recall, p50 ms")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def print_ratios(names: list[str], runs: list[list[Figures]]) -> None:
@@ -282,15 +437,30 @@ def print_ratios(names: list[str], runs: list[list[Figures]]) -> None:
             )
 
 
-async def run_all(stores: list[str], sizes: list[int], queries: int, ingest: int) -> None:
+async def run_all(
+    stores: list[str],
+    sizes: list[int],
+    queries: int,
+    ingest: int,
+    *,
+    keep: Path | None,
+    plot: Path | None,
+) -> None:
     runs: list[list[Figures]] = []
     with tempfile.TemporaryDirectory(prefix="phi-scale-") as tmp:
         for i, store in enumerate(stores):
+            if keep is not None and store == "sqlite":
+                runs.append(await measure(str(keep), sizes, queries, ingest, keep=keep))
+                continue
             base = tmp if store == "sqlite" else store
             async with scratch_location(base, f"scale{i}") as location:
                 runs.append(await measure(location, sizes, queries, ingest))
+    names = [s.split("?")[0] for s in stores]
     if len(runs) > 1:
-        print_ratios([s.split("?")[0] for s in stores], runs)
+        print_ratios(names, runs)
+    if plot is not None:
+        plot_latency(names, runs, plot)
+        print(f"\nchart: {plot}")
 
 
 def main() -> None:
@@ -308,9 +478,30 @@ def main() -> None:
         default=None,
         help="`sqlite`, a folder, or a postgresql:// URL (repeatable; default: sqlite)",
     )
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="keep and reuse SQLite stores in this folder"
+    )
+    parser.add_argument("--plot", type=Path, default=None, help="write a latency chart here")
+    parser.add_argument("--ingest-into", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--seconds", type=float, default=60.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.ingest_into is not None:  # the writer process of the concurrent measurement
+        anyio.run(ingest_for, args.ingest_into, args.seconds)
+        return
     sizes = sorted(int(s) for s in args.sizes.split(","))
-    anyio.run(run_all, args.db or ["sqlite"], sizes, args.queries, args.ingest)
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    anyio.run(
+        partial(
+            run_all,
+            args.db or ["sqlite"],
+            sizes,
+            args.queries,
+            args.ingest,
+            keep=args.keep,
+            plot=args.plot,
+        )
+    )
 
 
 if __name__ == "__main__":

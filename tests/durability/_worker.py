@@ -11,6 +11,9 @@ Modes:
 - `mixed`: write N rows of its own and N // 2 rows every worker also writes (the same text
   at about the same moment), reading (count and search) after each write.
 - `create`: open the (fresh) store, write one row of its own and one shared row.
+- `deferred`: like `writer`, but rows are stored unembedded (the embedding queue).
+- `embedder`: embed queued rows until killed.
+- `drain`: embed every queued row, then print how many.
 """
 
 from __future__ import annotations
@@ -25,11 +28,12 @@ from phi.memory.store import RowFilter
 from tests.memory.conftest import TinyEmbedder
 
 
-async def writer(memory: Memory, name: str) -> None:
+async def writer(memory: Memory, name: str, *, defer_embedding: bool = False) -> None:
     batch = 0
     while True:
         rows = await memory.remember_many(
-            [
+            defer_embedding=defer_embedding,
+            rows=[
                 NewRow(
                     content=f"{name} batch {batch} row {i}: crows gather at dusk near the river",
                     namespace=f"phi-users-did:plc:{name}",
@@ -38,7 +42,7 @@ async def writer(memory: Memory, name: str) -> None:
                     thread=f"t{batch % 3}",
                 )
                 for i in range(4)
-            ]
+            ],
         )
         print("ack", *[r.row_id for r in rows], flush=True)
         batch += 1
@@ -76,6 +80,14 @@ async def main(mode: str, path: str, name: str, n: int) -> None:
             await writer(memory, name)
         elif mode == "mixed":
             print(json.dumps(await mixed(memory, name, n)), flush=True)
+        elif mode == "deferred":
+            await writer(memory, name, defer_embedding=True)
+        elif mode == "embedder":
+            while True:
+                await memory.embed_pending(batch=8)
+                await anyio.sleep(0.005)
+        elif mode == "drain":
+            print(json.dumps({"embedded": await memory.embed_pending()}), flush=True)
         elif mode == "create":
             print(json.dumps(await create(memory, name)), flush=True)
         else:

@@ -4,7 +4,9 @@
   lost, and the rows, vector index and text index keep the same count;
 - several processes writing and reading one store at once, some writing the same text at
   the same moment: one row per identity, every caller gets that row back, no error;
-- several processes creating a fresh store at once: every one succeeds.
+- several processes creating a fresh store at once: every one succeeds;
+- kill -9 of a writer storing rows unembedded and of the embedder draining that queue:
+  no acknowledged row lost, each row embedded or queued, a later embedder finishes.
 
 The workers (`tests.durability._worker`) embed with a deterministic test embedder: the
 embedder is not under test, and MiniLM's load in every process would cost seconds each.
@@ -35,6 +37,7 @@ KILL_ROUNDS = 8
 PROCESSES = 4
 ROWS_EACH = 12
 CREATE_ROUNDS = 3
+DEFERRED_ROUNDS = 4
 
 
 @dataclass
@@ -136,6 +139,67 @@ async def test_kill_9_of_a_writer_loses_no_acknowledged_row(tmp_path: Path) -> N
         assert rows == vectors == text, (round_, rows, vectors, text)
     print(f"kill -9: {KILL_ROUNDS} rounds, {len(acked)} acknowledged rows, {rows} rows stored")
     assert len(acked) >= KILL_ROUNDS * 4
+
+
+def _queue_counts(path: Path) -> tuple[int, int, int, int, int]:
+    """Rows, vectors, queued rows, and entries of both text indexes, read from the file."""
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        conn.enable_load_extension(True)
+        conn.load_extension(sqlite_vec.loadable_path())
+        assert next(conn.execute("PRAGMA integrity_check"))[0] == "ok"
+        return tuple(  # type: ignore[return-value]
+            next(conn.execute(f"SELECT count(*) FROM {table}"))[0]
+            for table in ("rows", "row_vectors", "embed_queue", "row_text_docsize",
+                          "row_terms_docsize")
+        )  # fmt: skip
+    finally:
+        conn.close()
+
+
+async def test_kill_9_of_a_deferred_writer_and_its_embedder_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """Rows written unembedded and an embedder draining the queue, both killed at random
+    moments: every acknowledged row is stored, each row is embedded or queued (never both
+    nor neither), and a later embedder finishes the queue."""
+    path = tmp_path / "queued.db"
+    rng = random.Random(20261124)
+    acked: set[str] = set()
+    for round_ in range(DEFERRED_ROUNDS):
+        writer = await _spawn("deferred", path, f"d{round_}")
+        embedder = await _spawn("embedder", path, f"e{round_}")
+        for proc in (writer, embedder):
+            assert proc.stdin is not None
+            await proc.stdin.send(b"go\n")
+        assert writer.stdout is not None
+        lines = BufferedByteReceiveStream(writer.stdout)
+        with anyio.fail_after(60):
+            for _ in range(rng.randint(2, 12)):
+                line = (await lines.receive_until(b"\n", 1 << 16)).decode()
+                assert line.startswith("ack "), line
+                acked.update(line.split()[1:])
+        await anyio.sleep(rng.uniform(0, 0.05))
+        for proc in (embedder, writer) if round_ % 2 else (writer, embedder):
+            os.kill(proc.pid, signal.SIGKILL)
+        try:
+            while True:
+                acked.update((await lines.receive_until(b"\n", 1 << 16)).decode().split()[1:])
+        except (anyio.EndOfStream, anyio.IncompleteRead):
+            pass
+        for proc in (writer, embedder):
+            assert await proc.wait() == -signal.SIGKILL
+            await proc.aclose()
+        missing = acked - _row_ids(path)
+        assert not missing, f"round {round_}: {len(missing)} acknowledged rows lost"
+        rows, vectors, queued, text, terms = _queue_counts(path)
+        assert rows == text == terms == vectors + queued, (round_, rows, vectors, queued)
+    (finished,) = await _run_together("drain", path, ["drain"])
+    assert (finished.returncode, finished.stderr) == (0, ""), finished.stderr
+    assert json.loads(finished.stdout.strip().splitlines()[-1]) == {"embedded": queued}
+    rows, vectors, queued_after, text, terms = _queue_counts(path)
+    assert (vectors, queued_after, text, terms) == (rows, 0, rows, rows)
+    print(f"kill -9, deferred: {len(acked)} acknowledged, {queued} were queued at the end")
 
 
 async def test_processes_writing_and_reading_one_store_at_once(tmp_path: Path) -> None:

@@ -353,5 +353,60 @@ class RowStoreConformance:
         assert {k: sorted(v) for k, v in fast.adjacency.items()} == {
             k: sorted(v) for k, v in slow.adjacency.items()
         }
+        assert fast.contents == slow.contents
+        by_id = {r.row_id: r.content for r in [*rows, other]}
+        hit_ids = {h.row_id for h in [*fast.dense, *fast.text]}
+        assert fast.contents == {i: by_id[i] for i in hit_ids}
         assert len(fast.adjacency) == 5 and other.row_id not in fast.adjacency
         assert other.row_id not in {h.row_id for h in [*fast.dense, *fast.text]}
+
+    async def test_a_row_without_a_vector_is_text_searchable_and_waits(
+        self, store: RowStore
+    ) -> None:
+        embedded, waiting = make_row("crows at dawn"), make_row("ravens at dusk", at=1)
+        other = make_row("ravens elsewhere", namespace="ns-b", at=2)
+        await store.write([w(embedded, vec(1, 0, 0, 0)), w(waiting, None), w(other, None)], [])
+        ns_a = RowFilter(namespaces=("ns-a",))
+        assert [h.row_id for h in await store.text_search(["ravens"], ns_a, limit=5)] == [
+            waiting.row_id
+        ]
+        hits = await store.vector_search(vec(0, 1, 0, 0), ns_a, limit=5)
+        assert [h.row_id for h in hits] == [embedded.row_id]
+        assert await store.unembedded(limit=10) == [waiting, other]
+        assert await store.unembedded(limit=1) == [waiting]
+        assert await store.count_unembedded(ns_a) == 1
+        assert await store.count_unembedded(RowFilter()) == 2
+        link = Edge(src=embedded.row_id, dst=waiting.row_id, edge_type="semantic", weight=0.7)
+        await store.add_vectors({waiting.row_id: vec(0, 1, 0, 0)}, [link])
+        hits = await store.vector_search(vec(0, 1, 0, 0), ns_a, limit=1)
+        assert [(h.row_id, round(h.score, 5)) for h in hits] == [(waiting.row_id, 1.0)]
+        assert await store.unembedded(limit=10) == [other]
+        assert await store.count_unembedded(ns_a) == 0
+        assert [
+            (e.src, e.dst, e.edge_type, e.weight) for e in await store.edges([waiting.row_id])
+        ] == [(embedded.row_id, waiting.row_id, "semantic", 0.7)]
+
+    async def test_add_vectors_skips_erased_rows_and_keeps_a_first_vector(
+        self, store: RowStore
+    ) -> None:
+        kept, erased = make_row("stays"), make_row("goes", namespace="ns-b")
+        await store.write([w(kept, vec(1, 0, 0, 0)), w(erased, None)], [])
+        await store.forget("ns-b")
+        assert await store.unembedded(limit=10) == []
+        link = Edge(src=kept.row_id, dst=erased.row_id, edge_type="semantic", weight=0.9)
+        await store.add_vectors(
+            {erased.row_id: vec(0, 1, 0, 0), kept.row_id: vec(0, 0, 1, 0)}, [link]
+        )
+        assert await store.get_vectors([kept.row_id, erased.row_id]) == {
+            kept.row_id: pytest.approx(vec(1, 0, 0, 0))
+        }
+        assert await store.edges([kept.row_id]) == []
+
+    async def test_a_vector_of_the_wrong_size_is_refused_for_a_queued_row(
+        self, store: RowStore
+    ) -> None:
+        row = make_row("waits")
+        await store.write([w(row, None)], [])
+        with pytest.raises(StoreError, match="does not fit"):
+            await store.add_vectors({row.row_id: np.ones(3, dtype=np.float32)}, [])
+        assert await store.unembedded(limit=5) == [row]

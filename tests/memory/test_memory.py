@@ -113,6 +113,31 @@ async def test_search_finds_by_meaning_and_by_words(memory: Memory) -> None:
     assert by_word[0].age_seconds >= 0 and by_word[0].score > 0
 
 
+async def test_deferred_rows_are_found_by_words_at_once_and_by_meaning_once_embedded(
+    memory: Memory,
+) -> None:
+    rows = await memory.remember_many(
+        [
+            NewRow(content="alice adopted a rescue greyhound named Pixel", namespace=ALICE),
+            NewRow(content="alice adores her greyhound Pixel", namespace=ALICE),
+            NewRow(content="alice works as a nurse on night shifts", namespace=ALICE),
+        ],
+        defer_embedding=True,
+    )
+    assert await memory.unembedded(namespace=ALICE) == 3
+    by_word = await memory.search("Pixel", namespace=ALICE, limit=3)
+    assert sorted(h.row.row_id for h in by_word) == sorted(r.row_id for r in rows[:2])
+    assert {h.matched_by for h in by_word} == {"text"}
+    assert await memory.search("what pet dog does she have?", namespace=ALICE) == []
+    assert await memory.embed_pending(batch=2) == 3
+    assert await memory.unembedded(namespace=ALICE) == 0
+    by_meaning = await memory.search("what pet dog does she have?", namespace=ALICE, limit=1)
+    assert "greyhound" in by_meaning[0].row.content
+    semantic = await memory.neighbors(rows[1].row_id, types=["semantic"])
+    assert [n.row.row_id for n in semantic] == [rows[0].row_id]
+    assert await memory.embed_pending() == 0
+
+
 async def test_a_query_about_one_person_never_returns_anothers_rows(memory: Memory) -> None:
     # Shared references and near-identical text create edges across the two namespaces.
     await memory.remember(

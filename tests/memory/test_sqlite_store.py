@@ -48,7 +48,9 @@ async def test_blank_database_is_migrated_to_the_schema(tmp_path: Path) -> None:
         "edges",
         "row_refs",
         "row_text",
+        "row_terms",
         "row_vectors",
+        "embed_queue",
         "phi_meta",
         "phi_migrations",
     } <= names
@@ -56,6 +58,8 @@ async def test_blank_database_is_migrated_to_the_schema(tmp_path: Path) -> None:
         "m001_initial",
         "m002_learning",
         "m003_recall_indexes",
+        "m004_namespace_terms",
+        "m005_embed_queue",
     ]
     assert next(conn.execute("PRAGMA journal_mode"))[0] == "wal"
     assert next(conn.execute("PRAGMA application_id"))[0] == 0x70686931

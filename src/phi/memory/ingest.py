@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final
 
+import numpy as np
+import numpy.typing as npt
+
 from phi.errors import InvalidInput, RowNotFound
 from phi.memory.embed import Embedder, Vectors
 from phi.memory.model import (
@@ -37,7 +40,7 @@ from phi.memory.model import (
 )
 from phi.memory.store.base import RowFilter, RowStore, RowWrite
 
-__all__ = ["IngestPolicy", "extract_refs", "write_rows"]
+__all__ = ["IngestPolicy", "embed_pending", "extract_refs", "write_rows"]
 
 _REF_PATTERNS: Final = (
     re.compile(r"at://[^\s<>\"'()\[\]]+"),
@@ -117,9 +120,19 @@ def _build_row(item: NewRow, now: datetime) -> Row:
 
 
 async def write_rows(
-    store: RowStore, embedder: Embedder, items: Sequence[NewRow], *, policy: IngestPolicy
+    store: RowStore,
+    embedder: Embedder,
+    items: Sequence[NewRow],
+    *,
+    policy: IngestPolicy,
+    defer_embedding: bool = False,
 ) -> list[Row]:
-    """Write `items`, returning one row per item (an existing row for a repeated write)."""
+    """Write `items`, returning one row per item (an existing row for a repeated write).
+
+    With `defer_embedding` the rows are stored without vectors (text-searchable at once,
+    with their temporal and reference edges) and queued in the store; `embed_pending`
+    embeds them and adds their semantic edges later.
+    """
     for item in items:
         _validate(item)
     now = utc_now()
@@ -136,8 +149,14 @@ async def write_rows(
     replaced = await _superseded(store, items, rows)
     if not new_rows and not replaced:
         return rows
-    vectors = await embedder.embed([r.content for r in new_rows])
-    edges = await _link(store, new_rows, vectors, policy) if new_rows else []
+    vectors: Sequence[npt.NDArray[np.float32] | None]
+    if defer_embedding:
+        vectors = [None] * len(new_rows)
+        edges = await _link(store, new_rows, None, policy) if new_rows else []
+    else:
+        embedded = await embedder.embed([r.content for r in new_rows])
+        vectors = list(embedded)
+        edges = await _link(store, new_rows, embedded, policy) if new_rows else []
     edges += [Edge(src=new, dst=old, edge_type="supersedes") for new, old in replaced]
     refs = [_row_refs(r, policy) for r in new_rows]
     stored = await store.write(
@@ -192,12 +211,28 @@ def _row_refs(row: Row, policy: IngestPolicy) -> list[str]:
     return [r for r in dict.fromkeys(found) if r not in policy.ignore_refs]
 
 
+async def embed_pending(
+    store: RowStore, embedder: Embedder, *, policy: IngestPolicy, batch: int = 64
+) -> int:
+    """Embed up to `batch` queued rows (oldest first) and link them semantically; return
+    how many were embedded (0: the queue is empty)."""
+    rows = await store.unembedded(limit=batch)
+    if not rows:
+        return 0
+    vectors = await embedder.embed([r.content for r in rows])
+    edges = await _semantic_edges(store, rows, vectors, policy)
+    await store.add_vectors({r.row_id: v for r, v in zip(rows, vectors, strict=True)}, edges)
+    return len(rows)
+
+
 async def _link(
-    store: RowStore, rows: Sequence[Row], vectors: Vectors, policy: IngestPolicy
+    store: RowStore, rows: Sequence[Row], vectors: Vectors | None, policy: IngestPolicy
 ) -> list[Edge]:
+    """Edges of new rows; semantic ones only when their vectors are known already."""
     edges: list[Edge] = []
     edges += await _temporal_edges(store, rows)
-    edges += await _semantic_edges(store, rows, vectors, policy)
+    if vectors is not None:
+        edges += await _semantic_edges(store, rows, vectors, policy)
     edges += await _reference_edges(store, rows, policy)
     return list({(e.src, e.dst, e.edge_type): e for e in edges}.values())
 

@@ -27,7 +27,7 @@ import anyio
 
 from phi.errors import InvalidInput, NamespaceNotFound, RowNotFound
 from phi.memory.embed import Embedder, MiniLMEmbedder
-from phi.memory.ingest import IngestPolicy, write_rows
+from phi.memory.ingest import IngestPolicy, embed_pending, write_rows
 from phi.memory.model import (
     BLOCK_SCOPE,
     EDGE_TYPES,
@@ -168,10 +168,39 @@ class Memory:
         (stored,) = await self.remember_many([row])
         return stored
 
-    async def remember_many(self, rows: Sequence[NewRow]) -> list[Row]:
-        """Store several rows in one transaction, embedding them in batches."""
+    async def remember_many(
+        self, rows: Sequence[NewRow], *, defer_embedding: bool = False
+    ) -> list[Row]:
+        """Store several rows in one transaction, embedding them in batches.
+
+        `defer_embedding`: store them without embedding (text search finds them at once)
+        and queue them durably; `embed_pending` embeds the queue. Until then dense recall
+        cannot see them: `unembedded` says how many wait.
+        """
         async with self._write_lock:
-            return await write_rows(self.store, self.embedder, rows, policy=self.ingest_policy)
+            return await write_rows(
+                self.store,
+                self.embedder,
+                rows,
+                policy=self.ingest_policy,
+                defer_embedding=defer_embedding,
+            )
+
+    async def embed_pending(self, *, batch: int = 64) -> int:
+        """Embed every queued row (written with `defer_embedding`), `batch` at a time,
+        oldest first; return how many were embedded. Safe to run beside writers."""
+        total = 0
+        while done := await embed_pending(
+            self.store, self.embedder, policy=self.ingest_policy, batch=batch
+        ):
+            total += done
+        return total
+
+    async def unembedded(self, *, namespace: Namespaces = None) -> int:
+        """How many rows (of `namespace`, or all) wait for their vector."""
+        return await self.store.count_unembedded(
+            self._filter(namespace, None, None, None, None, None)
+        )
 
     # -- reading -------------------------------------------------------------------------
 

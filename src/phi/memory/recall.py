@@ -247,9 +247,16 @@ async def recall(
     if recipe.window_weight:
         dense = await _window_dense(store, vector, dense, recipe)
     fused = _relevance(dense, signals.text, recipe)
+    # The speaker lift reads contents the store sent with the signals; rows read for it
+    # anyway are not read again for the head: at a million rows each trip to the store is
+    # a sizeable share of a search.
+    known: dict[str, Row] = {}
     if recipe.speaker_weight:
-        rows_now = await store.get_rows(list(fused))
-        spoken = speaker_boost({r.row_id: r.content for r in rows_now}, terms)
+        contents = signals.contents
+        if not set(fused) <= contents.keys():  # a backend that does not send contents
+            known = {r.row_id: r for r in await store.get_rows(list(fused))}
+            contents = {i: r.content for i, r in known.items()}
+        spoken = speaker_boost({i: contents[i] for i in fused if i in contents}, terms)
         fused = {
             k: v * (1.0 + recipe.speaker_weight) if k in spoken else v for k, v in fused.items()
         }
@@ -269,7 +276,10 @@ async def recall(
     # Recency lifts a score by at most (1 + weight): rows below that reach cannot make the
     # top, so only the head of the ranking is fetched.
     head = sorted(scores, key=lambda i: -scores[i])[: max(limit * 3, limit + 20)]
-    rows = {r.row_id: r for r in await store.get_rows(head)}
+    missing = [i for i in head if i not in known]
+    rows = {i: known[i] for i in head if i in known}
+    if missing:
+        rows |= {r.row_id: r for r in await store.get_rows(missing)}
     ranked = []
     for row_id in head:
         row = rows.get(row_id)

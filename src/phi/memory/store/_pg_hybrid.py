@@ -40,10 +40,12 @@ async def hybrid(
         dense = _merge(dense, await sql.cosine_of(conn, vector, extra))
         found = await sql.bm25(conn, tokens, query.where, limit=None, row_ids=extra)
         text = _merge(text, {h.row_id: h.score for h in found})
+    hits = list(dict.fromkeys(h.row_id for h in [*dense, *text]))
     return HybridSignals(
         dense=dense,
         text=text,
         from_dense=from_dense,
         from_text=from_text,
         adjacency={k: sorted(v) for k, v in adjacency.items()},
+        contents={r.row_id: r.content for r in await sql.select_rows(conn, hits)},
     )

@@ -31,7 +31,7 @@ async def upsert_rows(
     the whole batch; a row whose `(namespace, content_hash)` is already stored (or earlier
     in the batch) is not inserted: its stored row and internal id come back instead."""
     for item in items:
-        if item.vector.shape != (dimension,):
+        if item.vector is not None and item.vector.shape != (dimension,):
             raise StoreError(
                 f"vector of shape {item.vector.shape} does not fit this store ({dimension}-d)"
             )
@@ -104,10 +104,15 @@ async def _index_new(
 ) -> None:
     """Vectors, postings, statistics and references of freshly inserted rows."""
     rids = [ids[item.row.row_id] for item in items]
+    # A row without a vector waits for `add_vectors` (`_pg_queue`): no row_vectors entry.
+    embedded = [(rid, item.vector) for rid, item in zip(rids, items, strict=True)]
     await conn.execute(
         "INSERT INTO row_vectors (id, embedding)"
         " SELECT i, v::vector FROM unnest(%s::bigint[], %s::text[]) AS u(i, v)",
-        (rids, [vector_literal(item.vector) for item in items]),
+        (
+            [rid for rid, v in embedded if v is not None],
+            [vector_literal(v) for _, v in embedded if v is not None],
+        ),
     )
     terms, namespaces, term_ids, tfs = [], [], [], []
     df: Counter[str] = Counter()

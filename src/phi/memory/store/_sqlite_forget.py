@@ -86,6 +86,7 @@ def _erase_rows(conn: apsw.Connection, namespace: str, author: str | None) -> Fo
         conn.execute(f"DELETE FROM row_refs WHERE id IN ({m})", chunk)
         conn.execute(f"DELETE FROM row_vectors WHERE id IN ({m})", chunk)
         conn.execute(f"DELETE FROM row_text WHERE rowid IN ({m})", chunk)
+        conn.execute(f"DELETE FROM row_terms WHERE rowid IN ({m})", chunk)
         conn.execute(f"DELETE FROM rows WHERE id IN ({m})", chunk)
     return ForgetReport(
         namespace=namespace,

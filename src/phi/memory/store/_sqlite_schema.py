@@ -18,6 +18,7 @@ import apsw
 import sqlite_vec
 
 from phi.errors import StoreError
+from phi.memory.store._sqlite_text import index_terms
 
 __all__ = [
     "APPLICATION_ID",
@@ -248,4 +249,41 @@ def m003_recall_indexes(conn: apsw.Connection) -> None:
         -- Public ids of internal ids, read from a narrow index instead of the wide rows.
         CREATE INDEX rows_public_id ON rows (id, row_id);
         """
+    )
+
+
+@migration
+def m004_namespace_terms(conn: apsw.Connection) -> None:
+    """A text index whose terms belong to one namespace each, filled from the rows.
+
+    `row_text` shares its terms across namespaces: a scoped BM25 query walked a common
+    word's posting list over the whole store (at a million rows, most of a search).
+    In `row_terms` every token is stored as namespace key + stemmed token (see
+    `_sqlite_text`), so a scoped query reads postings of its own namespace only, and its
+    BM25 statistics (document frequency) are the namespace's own. `row_text` stays for
+    unscoped queries.
+    """
+    conn.execute(
+        "CREATE VIRTUAL TABLE row_terms USING fts5("
+        " terms, tokenize = 'unicode61', content = '', contentless_delete = 1)"
+    )
+    stem = conn.fts5_tokenizer("porter", ["unicode61"])
+    rows = conn.execute("SELECT id, namespace, content FROM rows ORDER BY id")
+    batch: list[tuple[int, str]] = []
+    for rid, namespace, content in rows:
+        batch.append((rid, index_terms(stem, namespace, content)))
+        if len(batch) >= 5000:
+            conn.executemany("INSERT INTO row_terms (rowid, terms) VALUES (?, ?)", batch)
+            batch.clear()
+    conn.executemany("INSERT INTO row_terms (rowid, terms) VALUES (?, ?)", batch)
+
+
+@migration
+def m005_embed_queue(conn: apsw.Connection) -> None:
+    """Rows written without a vector wait here, written in their own transaction: a
+    killed process loses no queued row, and a forgotten row leaves the queue with it."""
+    conn.execute(
+        "CREATE TABLE embed_queue ("
+        " id INTEGER PRIMARY KEY REFERENCES rows (id) ON DELETE CASCADE,"
+        " queued_at REAL NOT NULL)"
     )

@@ -7,7 +7,6 @@ that `row_vectors`, `row_text`, `row_refs` and `edges` share) and the public `ro
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ import numpy.typing as npt
 
 from phi.errors import RowNotFound, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
+from phi.memory.store._sqlite_text import index_terms, namespace_key, scoped_bm25, stemmer
 from phi.memory.store.base import (
     Hit,
     HybridQuery,
@@ -84,8 +84,8 @@ def row_from(values: Sequence[Any]) -> Row:
 
 
 def nskey(namespace: str) -> str:
-    """One FTS token per namespace, so a BM25 query is scoped inside the index."""
-    return "n" + hashlib.sha1(namespace.encode()).hexdigest()[:20]
+    """One FTS token per namespace, so an unscoped BM25 query can still be narrowed."""
+    return namespace_key(namespace)
 
 
 def marks(values: Sequence[object]) -> str:
@@ -135,7 +135,7 @@ def upsert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> Row:
     under its `(namespace, content_hash)`: decided here, inside the write transaction, so
     two processes writing the same text at once make one row and both get it back."""
     row = item.row
-    if item.vector.shape != (dimension,):
+    if item.vector is not None and item.vector.shape != (dimension,):
         raise StoreError(
             f"vector of shape {item.vector.shape} does not fit this store ({dimension}-d)"
         )
@@ -168,22 +168,32 @@ def upsert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> Row:
             row.namespace, row.content_hash
         ]
     rid = conn.last_insert_rowid()
-    conn.execute(
-        "INSERT INTO row_vectors (id, namespace, embedding, kind, status, author, created_at)"
-        " VALUES (?,?,?,?,?,?,?)",
-        (
-            rid,
-            row.namespace,
-            item.vector.astype(np.float32).tobytes(),
-            row.kind,
-            row.status,
-            row.author or "",
-            ts(row.created_at),
-        ),
-    )
+    if item.vector is None:
+        # Embedded later (`_sqlite_queue.insert_vectors`); queued in this transaction.
+        conn.execute(
+            "INSERT INTO embed_queue (id, queued_at) VALUES (?, ?)", (rid, ts(row.updated_at))
+        )
+    else:
+        conn.execute(
+            "INSERT INTO row_vectors (id, namespace, embedding, kind, status, author,"
+            " created_at) VALUES (?,?,?,?,?,?,?)",
+            (
+                rid,
+                row.namespace,
+                item.vector.astype(np.float32).tobytes(),
+                row.kind,
+                row.status,
+                row.author or "",
+                ts(row.created_at),
+            ),
+        )
     conn.execute(
         "INSERT INTO row_text (rowid, content, nskey) VALUES (?,?,?)",
         (rid, row.content, nskey(row.namespace)),
+    )
+    conn.execute(
+        "INSERT INTO row_terms (rowid, terms) VALUES (?, ?)",
+        (rid, index_terms(stemmer(conn), row.namespace, row.content)),
     )
     conn.executemany(
         "INSERT OR IGNORE INTO row_refs (ref, id) VALUES (?, ?)", [(r, rid) for r in item.refs]
@@ -341,6 +351,15 @@ def row_names(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, str]:
     return names
 
 
+def row_texts(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
+    """`(public id, content)` of internal ids."""
+    found: dict[int, tuple[str, str]] = {}
+    for chunk in chunks(ids):
+        sql = f"SELECT id, row_id, content FROM rows WHERE id IN ({marks(chunk)})"
+        found.update((i, (name, content)) for i, name, content in conn.execute(sql, chunk))
+    return found
+
+
 def _knn_partition(
     conn: apsw.Connection, blob: bytes, namespace: str | None, where: RowFilter, k: int
 ) -> list[tuple[float, int]]:
@@ -378,27 +397,13 @@ def _thread_scan(
     return list(conn.execute(sql, [blob, *params, k]))
 
 
-def scoped_match(terms: Sequence[str], where: RowFilter) -> str | None:
-    """The FTS5 expression for `terms`, restricted to `where`'s namespaces inside the index."""
-    match = match_expression(terms)
-    if match is None or where.namespaces is None:
-        return match
-    keys = " OR ".join(nskey(n) for n in where.namespaces)
-    return f"nskey : ({keys}) AND {match}"
-
-
 def bm25(conn: apsw.Connection, terms: Sequence[str], where: RowFilter, limit: int) -> list[Hit]:
-    match = scoped_match(terms, where)
-    if match is None or limit <= 0:
+    if limit <= 0:
         return []
-    cond, params = where_sql(where)
-    # Column weights (1, 0): the namespace token must not add to the score.
-    sql = (
-        "SELECT r.row_id, -bm25(row_text, 1.0, 0.0) FROM row_text"
-        f" JOIN rows r ON r.id = row_text.rowid WHERE row_text MATCH ? AND {cond}"
-        " ORDER BY bm25(row_text, 1.0, 0.0) LIMIT ?"
-    )
-    return [Hit(row_id=i, score=s) for i, s in conn.execute(sql, [match, *params, limit])]
+    scores = _bm25_ids(conn, terms, where)
+    best = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
+    names = row_names(conn, best)
+    return [Hit(row_id=names[i], score=scores[i]) for i in best if i in names]
 
 
 def cosine_of(conn: apsw.Connection, blob: bytes, row_ids: Sequence[str]) -> dict[str, float]:
@@ -415,19 +420,8 @@ def cosine_of(conn: apsw.Connection, blob: bytes, row_ids: Sequence[str]) -> dic
 def bm25_of(
     conn: apsw.Connection, terms: Sequence[str], row_ids: Sequence[str], where: RowFilter
 ) -> dict[str, float]:
-    match = scoped_match(terms, where)
-    out: dict[str, float] = {}
-    if match is None:
-        return out
-    cond, params = where_sql(where)
-    for chunk in chunks(row_ids):
-        sql = (
-            "SELECT r.row_id, -bm25(row_text, 1.0, 0.0) FROM row_text"
-            " JOIN rows r ON r.id = row_text.rowid"
-            f" WHERE row_text MATCH ? AND r.row_id IN ({marks(chunk)}) AND {cond}"
-        )
-        out.update(conn.execute(sql, [match, *chunk, *params]))
-    return out
+    scores = _bm25_ids(conn, terms, where)
+    return {name: scores[i] for name, i in internal_ids(conn, row_ids).items() if i in scores}
 
 
 def latest(conn: apsw.Connection, where: RowFilter, limit: int) -> list[Row]:
@@ -544,7 +538,10 @@ def hybrid(conn: apsw.Connection, blob: bytes, query: HybridQuery) -> HybridSign
     dense_extra = {i: pool[i] for i in extra if i in pool}
     dense_extra |= _cosine_ids(conn, blob, [i for i in extra if i not in pool], where)
     text_extra = {i: matches[i] for i in extra if i in matches}
-    names = row_names(conn, sorted({*dense, *text, *adjacency}))
+    hit_ids = sorted({*dense, *text, *dense_extra, *text_extra})
+    texts = row_texts(conn, hit_ids)
+    names = {i: name for i, (name, _) in texts.items()}
+    names |= row_names(conn, sorted(set(adjacency) - set(names)))
 
     def named(scores: dict[int, float]) -> list[Hit]:
         return [Hit(row_id=names[i], score=s) for i, s in scores.items() if i in names]
@@ -559,15 +556,26 @@ def hybrid(conn: apsw.Connection, blob: bytes, query: HybridQuery) -> HybridSign
             for a, linked in adjacency.items()
             if a in names
         },
+        contents={name: content for name, content in texts.values()},
     )
 
 
 def _bm25_ids(conn: apsw.Connection, terms: Sequence[str], where: RowFilter) -> dict[int, float]:
-    """BM25 of every row within `where` that matches any of `terms`."""
-    match = scoped_match(terms, where)
+    """BM25 of every row within `where` that matches any of `terms`.
+
+    A scoped query reads each namespace's own terms (`row_terms`, see `_sqlite_text`); an
+    unscoped one reads `row_text`, whose terms all namespaces share. Column weights
+    (1, 0) there: the namespace column must not add to the score.
+    """
+    cond, params = where_sql(where)
+    if where.namespaces is not None:
+        scores: dict[int, float] = {}
+        for namespace in dict.fromkeys(where.namespaces):
+            scores |= scoped_bm25(conn, terms, namespace, cond, params)
+        return scores
+    match = match_expression(terms)
     if match is None:
         return {}
-    cond, params = where_sql(where)
     sql = (
         "SELECT r.id, -bm25(row_text, 1.0, 0.0) FROM row_text"
         f" JOIN rows r ON r.id = row_text.rowid WHERE row_text MATCH ? AND {cond}"

@@ -115,6 +115,9 @@ class HybridSignals:
     """Rows the text retriever proposed itself (the rest came through the graph)."""
     adjacency: Mapping[str, Sequence[str]] = field(default_factory=dict)
     """The graph within `hops` of the seeds, as adjacency lists."""
+    contents: Mapping[str, str] = field(default_factory=dict)
+    """The content of every row in `dense` and `text`, read with them: recall's speaker
+    lift needs it, and a second trip for whole rows cost a third of a search at 1M rows."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,7 +125,9 @@ class RowWrite:
     """A fully formed row with its vector and the references it mentions."""
 
     row: Row
-    vector: npt.NDArray[np.float32]
+    vector: npt.NDArray[np.float32] | None
+    """`None`: embed later. The row is stored (and text-searchable) at once and waits in
+    the store's embedding queue until `add_vectors` gives its vector."""
     refs: tuple[str, ...] = ()
     """Handles, DIDs, URLs and AT-URIs the row mentions (for reference edges)."""
 
@@ -326,6 +331,26 @@ class RowStore(Protocol):
         """The references each given row mentions, sorted (rows with none are left out)."""
         ...
 
+    # -- the embedding queue: rows written without a vector (`RowWrite.vector` None) ------
+
+    async def unembedded(self, *, limit: int) -> list[Row]:
+        """Rows still waiting for their vector, oldest write first. The queue is durable:
+        it is written in the rows' own transaction."""
+        ...
+
+    async def count_unembedded(self, where: RowFilter) -> int:
+        """How many rows within `where` wait for their vector (dense recall cannot see
+        them yet; text recall can)."""
+        ...
+
+    async def add_vectors(
+        self, vectors: Mapping[str, npt.NDArray[np.float32]], edges: Sequence[Edge]
+    ) -> None:
+        """Store the vectors of queued rows and the edges found with them (semantic
+        links), in one transaction; each row leaves the queue. A row erased meanwhile is
+        skipped, with its edges; a row that already has its vector keeps it."""
+        ...
+
 
 class Store(RowStore, Ledger, Protocol):
     """A whole backend: one object that is both a `RowStore` and a `Ledger` (one
@@ -370,10 +395,12 @@ async def gather_stepwise(store: RowStore, query: HybridQuery) -> HybridSignals:
     if extra:
         dense = _merge(dense, await store.vector_scores(query.vector, extra))
         text = _merge(text, await store.text_scores(query.terms, extra, query.where))
+    hits = list(dict.fromkeys(h.row_id for h in [*dense, *text]))
     return HybridSignals(
         dense=dense,
         text=text,
         from_dense=from_dense,
         from_text=from_text,
         adjacency={k: sorted(v) for k, v in adjacency.items()},
+        contents={r.row_id: r.content for r in await store.get_rows(hits)},
     )

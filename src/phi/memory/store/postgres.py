@@ -13,7 +13,7 @@ later for iterative index scans); `phi postgres up` starts such a server locally
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import TypeVar
@@ -28,6 +28,7 @@ from phi.errors import EmbedderMismatch, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
 from phi.memory.store import _pg_forget
 from phi.memory.store import _pg_learning as learning_sql
+from phi.memory.store import _pg_queue as queue_sql
 from phi.memory.store import _pg_sql as sql
 from phi.memory.store import _pg_write as write_sql
 from phi.memory.store._pg_hybrid import hybrid
@@ -343,6 +344,22 @@ class PostgresStore:
             if len(batch) < batch_size:
                 return
             after = batch[-1][1]
+
+    # -- the embedding queue (`_pg_queue`) ----------------------------------------------
+
+    async def unembedded(self, *, limit: int) -> list[Row]:
+        return await self._read(partial(queue_sql.select_unembedded, limit=limit))
+
+    async def count_unembedded(self, where: RowFilter) -> int:
+        return await self._read(partial(queue_sql.count_unembedded, where=where))
+
+    async def add_vectors(
+        self, vectors: Mapping[str, npt.NDArray[np.float32]], edges: Sequence[Edge]
+    ) -> None:
+        dimension = self._dimension()
+        await self._write(
+            partial(queue_sql.insert_vectors, vectors=vectors, edges=edges, dimension=dimension)
+        )
 
     async def stats(self) -> StoreStats:
         rows, edges, namespaces, size = await self._read(sql.totals)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -26,6 +26,7 @@ from phi.errors import EmbedderMismatch, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
 from phi.memory.store import _sqlite_forget as forget_sql
 from phi.memory.store import _sqlite_learning as learning_sql
+from phi.memory.store import _sqlite_queue as queue_sql
 from phi.memory.store import _sqlite_sql as sql
 from phi.memory.store._sqlite_schema import (
     BUSY_TIMEOUT_MS,
@@ -378,6 +379,22 @@ class SQLiteStore:
 
     async def refs_of(self, row_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
         return await self._read(partial(sql.select_refs, row_ids=row_ids))
+
+    # -- the embedding queue ------------------------------------------------------------
+
+    async def unembedded(self, *, limit: int) -> list[Row]:
+        return await self._read(partial(queue_sql.select_unembedded, limit=limit))
+
+    async def count_unembedded(self, where: RowFilter) -> int:
+        return await self._read(partial(queue_sql.count_unembedded, where=where))
+
+    async def add_vectors(
+        self, vectors: Mapping[str, npt.NDArray[np.float32]], edges: Sequence[Edge]
+    ) -> None:
+        dimension = self._dimension()
+        await self._write(
+            partial(queue_sql.insert_vectors, vectors=vectors, edges=edges, dimension=dimension)
+        )
 
     # -- Ledger: learning marks, key/value state, the model-call log -------------------
 

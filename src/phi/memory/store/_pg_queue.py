@@ -1,0 +1,60 @@
+"""The PostgreSQL store's embedding queue: a row without a `row_vectors` entry waits for
+its vector. Simple and correct (an anti-join on the vectors' primary key), not tuned for
+a large backlog.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from phi.errors import StoreError
+from phi.memory.model import Edge, Row
+from phi.memory.store._pg_schema import Conn
+from phi.memory.store._pg_sql import ROW_COLUMNS, internal_ids, row_from, vector_literal, where_sql
+from phi.memory.store._pg_write import insert_edges
+from phi.memory.store.base import RowFilter
+
+__all__ = ["count_unembedded", "insert_vectors", "select_unembedded"]
+
+_WAITING = "NOT EXISTS (SELECT 1 FROM row_vectors v WHERE v.id = r.id)"
+
+
+async def select_unembedded(conn: Conn, limit: int) -> list[Row]:
+    cur = await conn.execute(
+        f"SELECT {ROW_COLUMNS} FROM rows r WHERE {_WAITING} ORDER BY r.id LIMIT %(limit)s",
+        {"limit": limit},
+    )
+    return [row_from(values) for values in await cur.fetchall()]
+
+
+async def count_unembedded(conn: Conn, where: RowFilter) -> int:
+    cond, params = where_sql(where)
+    cur = await conn.execute(f"SELECT count(*) FROM rows r WHERE {cond} AND {_WAITING}", params)
+    (n,) = await cur.fetchone() or (0,)
+    return int(n)
+
+
+async def insert_vectors(
+    conn: Conn,
+    vectors: Mapping[str, npt.NDArray[np.float32]],
+    edges: Sequence[Edge],
+    dimension: int,
+) -> None:
+    for row_id, vector in vectors.items():
+        if vector.shape != (dimension,):
+            raise StoreError(
+                f"vector of shape {vector.shape} for row {row_id!r} does not fit this store"
+                f" ({dimension}-d)"
+            )
+    ids = await internal_ids(conn, [*vectors, *(e.src for e in edges), *(e.dst for e in edges)])
+    present = [(ids[i], v) for i, v in vectors.items() if i in ids]
+    await conn.execute(
+        "INSERT INTO row_vectors (id, embedding)"
+        " SELECT i, v::vector FROM unnest(%s::bigint[], %s::text[]) AS u(i, v)"
+        " ON CONFLICT (id) DO NOTHING",
+        ([rid for rid, _ in present], [vector_literal(v) for _, v in present]),
+    )
+    await insert_edges(conn, [e for e in edges if e.src in ids and e.dst in ids], ids)
