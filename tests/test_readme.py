@@ -22,6 +22,7 @@ import typer.main
 from pydantic_ai.models import infer_model
 
 from phi.cli import app
+from tests.postgres.schemas import fresh_schema_sync
 
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
@@ -153,7 +154,8 @@ def test_readme_memory_examples_run_as_written_in_a_fresh_shell(tmp_path: Path) 
         home, f"phi memory add 'hi phi' -n scratch --db {sandbox_db}", cwd=work, **env
     )
     assert made.returncode == 0, made.stderr
-    examples = memory_examples()
+    # The PostgreSQL section's `$url` lines copy the memory the other examples write: last.
+    examples = sorted(memory_examples(), key=lambda line: "$url" in line)
     assert len(examples) >= 15
     # `ROW_ID` (and `OTHER_ROW_ID`) in an example stand for rows the examples before it
     # wrote; the scratch namespace's survive the `forget` of alice's.
@@ -166,7 +168,13 @@ def test_readme_memory_examples_run_as_written_in_a_fresh_shell(tmp_path: Path) 
                 listed = fresh_shell(home, "phi memory export -n scratch", cwd=work, **env)
                 row_ids = [json.loads(row)["row_id"] for row in listed.stdout.splitlines()]
             line = line.replace("OTHER_ROW_ID", row_ids[-1]).replace("ROW_ID", row_ids[0])
-        result = fresh_shell(home, line, cwd=work, **env)
+        if "$url" in line:
+            # `url=$(phi postgres up | tail -1)` before it: the test suite's server, in a
+            # schema of its own.
+            with fresh_schema_sync() as url:
+                result = fresh_shell(home, line, cwd=work, url=url, **env)
+        else:
+            result = fresh_shell(home, line, cwd=work, **env)
         assert result.returncode == 0, f"{line}\n{result.stdout}{result.stderr}"
         assert "Traceback" not in result.stderr, line
         if not row_ids and line.startswith("phi memory add") and "scratch" in line:

@@ -51,13 +51,17 @@ async def test_an_echo_and_a_loop_are_never_posted(
         "not posted: empty (no words in '...'). write something of your own, in new words",
         str(Refused(refused="not posted: loop ('0' repeated 9 times)")),
     ]
-    assert [line.split(" (")[0] for line in report.actions] == [
+    # The activity also shows each refused call with what the model was told; the guard's
+    # own lines say what was not posted and why.
+    refusals = [line for line in report.actions if " not posted (" in line]
+    assert [line.split(" (")[0] for line in refusals] == [
         "reply_to not posted",
         "reply_to not posted",
         "post not posted",
         "post not posted",
     ]
-    assert report.actions[0].endswith(': "hi, i\'m alice. what do you remember about me?"')
+    assert refusals[0].endswith(': "hi, i\'m alice. what do you remember about me?"')
+    assert sum("asked again: not posted" in line for line in report.actions) == 2
     thread = await alice.get_thread(opening.uri)
     assert [p.author_handle for p in thread.posts] == ["alice.test"]
     assert await phi.list_own_posts(limit=5) == []
