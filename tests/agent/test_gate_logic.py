@@ -21,7 +21,8 @@ from phi.agent import (
     PromptCaches,
     gate,
 )
-from phi.agent.core import toolset_for
+from phi.agent.core import CORE_TOOLS, toolset_for
+from phi.agent.deps import PhiPost
 from phi.agent.outcomes import Refused
 from phi.agent.prompt.batch import notifications_block
 from phi.atproto import Identity, Notification, PostRef
@@ -144,9 +145,28 @@ async def test_batch_tools_offer_only_the_batch_uris_and_vanish_without_a_batch(
     assert {"post", "recall", "observe"} <= names
 
 
-async def _tool_defs(d: PhiDeps) -> list[Any]:
+@pytest.mark.anyio
+async def test_a_narrowed_tool_set_answers_who_spoke_to_phi_before_liking() -> None:
+    mention = notification("alice.test", uri="at://alice/1")
+    like = notification("bob.test", "like", uri="at://bob/like", subject="at://phi/post")
+    d = deps(mention, like)
+    tiny = {t.name: t for t in await _tool_defs(d, only=CORE_TOOLS)}
+    assert sorted(tiny) == ["post", "recall", "remember", "reply_to"]
+    assert tiny["reply_to"].parameters_json_schema["properties"]["uri"]["enum"] == ["at://alice/1"]
+    # Once alice has her answer, the like is on offer again.
+    d.activity.posts.append(
+        PhiPost(
+            uri="at://phi/reply", text="hi", thread_root="at://alice/1", in_reply_to="at://alice/1"
+        )
+    )
+    assert "like_post" in {t.name for t in await _tool_defs(d, only=CORE_TOOLS)}
+    # A model that chooses well keeps every tool.
+    assert "like_post" in {t.name for t in await _tool_defs(deps(mention, like))}
+
+
+async def _tool_defs(d: PhiDeps, *, only: frozenset[str] | None = None) -> list[Any]:
     """The tool definitions the model would see in a run with deps `d`."""
     ctx = RunContext[PhiDeps](deps=d, model=TestModel(), usage=cast(Any, None))
-    toolset = toolset_for(AgentConfig(), only=None)
+    toolset = toolset_for(AgentConfig(), only=only)
     found = await toolset.get_tools(ctx)
     return [tool.tool_def for tool in found.values()]

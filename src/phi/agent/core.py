@@ -96,7 +96,12 @@ def toolset_for(
     if only is not None:
         allowed = only
         combined = combined.filtered(lambda _ctx, tool: tool.name in allowed)
-    return errors_as_results(combined.prepared(_batch_uris_only))
+    combined = combined.prepared(_batch_uris_only)
+    if only is not None:
+        # A narrowed set is for a model that chooses badly among many: somebody who spoke
+        # to phi gets an answer before anything else is offered.
+        combined = combined.prepared(_answer_first)
+    return errors_as_results(combined)
 
 
 BATCH_URI_TOOLS: Final = frozenset({"reply_to", "like_post", "repost_post"})
@@ -122,6 +127,39 @@ async def _batch_uris_only(
     return prepared
 
 
+ADDRESSED: Final = frozenset({"mention", "reply", "quote"})
+"""Notification reasons where somebody spoke to phi."""
+
+
+async def _answer_first(
+    ctx: RunContext[PhiDeps], tools: list[ToolDefinition]
+) -> list[ToolDefinition]:
+    """While a post that spoke to phi is unanswered in this run, offer `reply_to` (limited
+    to those posts) instead of `like_post` and `repost_post`: a tiny model offered a like
+    takes it, and the person who asked phi something hears nothing."""
+    batch = ctx.deps.batch
+    if batch is None:
+        return tools
+    answered = {p.in_reply_to for p in ctx.deps.activity.posts}
+    waiting = sorted(
+        item.notification.uri
+        for item in batch.items
+        if item.notification.reason in ADDRESSED and item.notification.uri not in answered
+    )
+    if not waiting:
+        return tools
+    prepared = []
+    for tool in tools:
+        if tool.name in ("like_post", "repost_post"):
+            continue
+        if tool.name == "reply_to":
+            schema = copy.deepcopy(tool.parameters_json_schema)
+            schema["properties"]["uri"]["enum"] = waiting
+            tool = replace(tool, parameters_json_schema=schema)
+        prepared.append(tool)
+    return prepared
+
+
 def _as_system_prompt(name: str, block: PromptBlock) -> object:
     async def system_block(ctx: RunContext[PhiDeps]) -> str:
         return await block(ctx.deps)
@@ -142,7 +180,8 @@ def build_agent(
     model), by default every tool (web search only when configured) and the tools of the
     configured MCP servers; `profile="compact"` gives a small model the compact prompt
     (`phi.agent.prompt.compact`)."""
-    # A narrowed tool set is for a model that chooses badly among many: no external tools.
+    # A narrowed tool set is for a model that chooses badly among many: no external tools,
+    # and more tries at text the degenerate guard refuses (each with other sampling).
     external = mcp_toolsets(config.mcp_servers) if tools is None else []
     static = (
         base_prompt(config.personality_file)
@@ -155,6 +194,7 @@ def build_agent(
         deps_type=PhiDeps,
         output_type=str,
         system_prompt=static,
+        retries=1 if tools is None else 3,
         toolsets=[
             toolset_for(config, only=frozenset(tools) if tools is not None else None),
             *external,
