@@ -99,7 +99,8 @@ def test_sandbox_run_streams_a_conversation_with_the_local_brain(
     assert "brain: SmolLM2-135M-Instruct (air-gapped" in out
     assert "a tiny model for trying phi out" in out
     assert f"@alice.test posted: {GREETING}" in out
-    assert "replied to @alice.test: " in out
+    # A reply, or the guard's refusal of what the tiny model wrote as one (often an echo).
+    assert "replied to @alice.test: " in out or "reply_to not posted (" in out, out
     assert "model" in out and "phi itself" in out  # the tick's timing line
     assert "the network keeps running (phi sandbox down stops it)" in out
     assert out.rstrip().endswith(

@@ -134,9 +134,9 @@ ADDRESSED: Final = frozenset({"mention", "reply", "quote"})
 async def _answer_first(
     ctx: RunContext[PhiDeps], tools: list[ToolDefinition]
 ) -> list[ToolDefinition]:
-    """While a post that spoke to phi is unanswered in this run, offer `reply_to` (limited
-    to those posts) instead of `like_post` and `repost_post`: a tiny model offered a like
-    takes it, and the person who asked phi something hears nothing."""
+    """While a post that spoke to phi is unanswered in this run, offer only `reply_to`,
+    limited to those posts: a tiny model (one action a run) offered a like, a post or a
+    recall takes it, and the person who asked phi something hears nothing."""
     batch = ctx.deps.batch
     if batch is None:
         return tools
@@ -150,13 +150,10 @@ async def _answer_first(
         return tools
     prepared = []
     for tool in tools:
-        if tool.name in ("like_post", "repost_post"):
-            continue
         if tool.name == "reply_to":
             schema = copy.deepcopy(tool.parameters_json_schema)
             schema["properties"]["uri"]["enum"] = waiting
-            tool = replace(tool, parameters_json_schema=schema)
-        prepared.append(tool)
+            prepared.append(replace(tool, parameters_json_schema=schema))
     return prepared
 
 
