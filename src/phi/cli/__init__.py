@@ -45,3 +45,6 @@ def main() -> None:
 # Registers `phi memory walk | link` on `memory_app`.
 from phi.cli import memory_graph as _memory_graph  # noqa: E402, F401
 from phi.cli import memory_learning as _memory_learning  # noqa: E402, F401
+
+# Registers `phi memory reembed` on `memory_app`.
+from phi.cli import memory_reembed as _memory_reembed  # noqa: E402, F401

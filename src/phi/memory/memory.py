@@ -16,7 +16,7 @@ async with Memory.open("~/.phi/memory.db") as memory:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -47,6 +47,7 @@ from phi.memory.model import (
 )
 from phi.memory.preload import ContextWindow, build_window
 from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe, recall
+from phi.memory.reembed import ReembedProgress, ReembedReport, reembed_rows
 from phi.memory.state import KeyValueState
 from phi.memory.store import (
     EmbeddingSpec,
@@ -402,6 +403,37 @@ class Memory:
                 report, kinds={**report.kinds, "user block versions": report.state}
             )
         return report
+
+    # -- moving to another embedding model --------------------------------------------------
+
+    async def reembed(
+        self,
+        to: Embedder,
+        *,
+        batch_size: int = 64,
+        progress: Callable[[ReembedProgress], None] | None = None,
+    ) -> ReembedReport:
+        """Move the store to embedding model `to`: every row embedded again, the new vectors
+        swapped in (and the store bound to `to`) only at the end, in one transaction.
+
+        Resumable: an interruption leaves the store working with the old model, and running
+        it again embeds only what is left. From then on this memory embeds with `to`; other
+        processes must stop and reopen the store with `to` (opening it with the old model is
+        refused with `EmbedderMismatch`).
+        See `phi.memory.reembed`.
+        """
+
+        def switch() -> None:
+            self.embedder = to
+
+        return await reembed_rows(
+            self.store,
+            to,
+            lock=self._write_lock,
+            on_swap=switch,
+            batch_size=batch_size,
+            progress=progress,
+        )
 
     # -- graph (additive block: links and walks built on `neighbors` and `store.edges`) ---
 

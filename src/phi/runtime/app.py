@@ -18,7 +18,6 @@ from phi.atproto import ClientConfig, PhiClient
 from phi.config import Settings
 from phi.llm import describe_brain, is_local, resolve_model, uses_grammar
 from phi.memory import Memory
-from phi.memory.embed import default_embedder
 from phi.memory.learning import SmallModel
 from phi.memory.model import utc_now
 from phi.runtime.poller import PhiRuntime
@@ -90,7 +89,7 @@ async def open_runtime(
         agent,
         PhiClient(client_config) as client,
         Memory.open(
-            settings.resolved_memory_url(), embedder=default_embedder(settings.embedder)
+            settings.resolved_memory_url(), embedder=settings.make_embedder()
         ) as memory,
     ):
         runtime = PhiRuntime(
