@@ -170,9 +170,7 @@ def _open_memory(db: str | None) -> Memory:
     from phi.memory import Memory
 
     settings = Settings()
-    return Memory.open(
-        db or settings.resolved_memory_url(), embedder=settings.make_embedder()
-    )
+    return Memory.open(db or settings.resolved_memory_url(), embedder=settings.make_embedder())
 
 
 async def _preload(memory: Memory, options: HookOptions, cwd: str | None) -> str | None:

@@ -88,9 +88,7 @@ async def open_runtime(
     async with (
         agent,
         PhiClient(client_config) as client,
-        Memory.open(
-            settings.resolved_memory_url(), embedder=settings.make_embedder()
-        ) as memory,
+        Memory.open(settings.resolved_memory_url(), embedder=settings.make_embedder()) as memory,
     ):
         runtime = PhiRuntime(
             client=client,
