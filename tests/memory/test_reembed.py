@@ -19,12 +19,11 @@ from phi.errors import EmbedderMismatch, EmbeddingFailed, InvalidInput
 from phi.memory import Memory, MiniLMEmbedder, NewRow, ReembedProgress
 from phi.memory.embed import OpenAIEmbedder, Vectors
 from phi.memory.store import EmbeddingSpec
-from tests.memory.test_openai_embedder import (  # noqa: F401 (the fixture)
-    SMOLLM2_DIMENSIONS,
-    LocalServer,
-    embedder,
-    server,
-)
+from tests.memory import test_openai_embedder as served
+from tests.memory.test_openai_embedder import SMOLLM2_DIMENSIONS, LocalServer, embedder
+
+server = served.server
+"""The llama.cpp server (`xllamacpp.Server`) serving the bundled SmolLM2's embeddings."""
 
 pytestmark = pytest.mark.anyio
 
