@@ -7,7 +7,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from phi.memory import EdgeType, ForgetReport, Kind, Neighbour, Recalled, Row, Status, Trust
+from phi.memory import (
+    Edge,
+    EdgeType,
+    ForgetReport,
+    Kind,
+    Neighbour,
+    Recalled,
+    Row,
+    Status,
+    Step,
+    Trust,
+)
 from phi.web.graph import Graph
 from phi.web.people import PersonView
 
@@ -16,12 +27,16 @@ __all__ = [
     "GraphOut",
     "HealthOut",
     "HistoryOut",
+    "LinkIn",
+    "LinkOut",
     "NeighbourOut",
     "RecalledOut",
     "RememberIn",
     "RowOut",
     "SearchOut",
+    "StepOut",
     "UserOut",
+    "WalkOut",
 ]
 
 
@@ -185,3 +200,44 @@ class ForgetOut(BaseModel):
             edges=report.edges,
             kinds=dict(report.kinds),
         )
+
+
+class LinkIn(BaseModel):
+    src: str = Field(description="Row the edge starts from (e.g. the cause).")
+    dst: str = Field(description="Row the edge points to (e.g. the effect).")
+    edge_type: EdgeType = "causal"
+    weight: float = Field(default=1.0, gt=0, le=1)
+
+
+class LinkOut(BaseModel):
+    src: str
+    dst: str
+    edge_type: EdgeType
+    weight: float
+
+    @classmethod
+    def of(cls, edge: Edge) -> LinkOut:
+        return cls(src=edge.src, dst=edge.dst, edge_type=edge.edge_type, weight=edge.weight)
+
+
+class StepOut(BaseModel):
+    depth: int = Field(description="Hops from the start row.")
+    via: str = Field(description="The row this one was reached from.")
+    edge_type: EdgeType
+    weight: float
+    row: RowOut
+
+    @classmethod
+    def of(cls, step: Step) -> StepOut:
+        return cls(
+            depth=step.depth,
+            via=step.via,
+            edge_type=step.edge.edge_type,
+            weight=step.edge.weight,
+            row=RowOut.of(step.row),
+        )
+
+
+class WalkOut(BaseModel):
+    row_id: str
+    steps: list[StepOut] = Field(description="Reachable rows, nearest first, each once.")

@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Request
 
 from phi.memory import EdgeType, Kind, Memory, NewRow
+from phi.memory.memory import MAX_WALK_DEPTH
 from phi.web._deps import get_memory, require_token
 from phi.web.graph import build_graph
 from phi.web.models import (
@@ -14,12 +15,16 @@ from phi.web.models import (
     GraphOut,
     HealthOut,
     HistoryOut,
+    LinkIn,
+    LinkOut,
     NeighbourOut,
     RecalledOut,
     RememberIn,
     RowOut,
     SearchOut,
+    StepOut,
     UserOut,
+    WalkOut,
 )
 from phi.web.people import person_view
 
@@ -113,3 +118,24 @@ async def remember(memory: MemoryDep, body: RememberIn) -> RowOut:
 async def forget(memory: MemoryDep, namespace: str) -> ForgetOut:
     """`Memory.forget`: erase a namespace for good (needs the bearer token)."""
     return ForgetOut.of(await memory.forget(namespace))
+
+
+@router.get("/api/memory/walk/{row_id}")
+async def walk(
+    memory: MemoryDep,
+    row_id: str,
+    depth: Annotated[int, Query(ge=1, le=MAX_WALK_DEPTH, description="Hops to follow.")] = 2,
+    type: Annotated[list[EdgeType] | None, Query(description="Only these edge types.")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> WalkOut:
+    """`Memory.walk`: rows reachable within `depth` hops in the row's namespace, nearest
+    first, each with the edge it was reached by."""
+    steps = await memory.walk(row_id, depth=depth, types=type, limit=limit)
+    return WalkOut(row_id=row_id, steps=[StepOut.of(step) for step in steps])
+
+
+@router.post("/api/memory/link", status_code=201, dependencies=[Depends(require_token)])
+async def link(memory: MemoryDep, body: LinkIn) -> LinkOut:
+    """`Memory.link`: an edge between two rows of one namespace (needs the bearer token)."""
+    edge = await memory.link(body.src, body.dst, edge_type=body.edge_type, weight=body.weight)
+    return LinkOut.of(edge)
