@@ -3,7 +3,10 @@ and arguments as `Memory.link` / `Memory.walk`, `phi memory link | walk` and the
 
 from __future__ import annotations
 
+import anyio
 from fastapi.testclient import TestClient
+
+from phi.memory import Memory, MiniLMEmbedder
 
 from .conftest import TOKEN, Filled
 
@@ -14,7 +17,7 @@ def test_link_then_walk_finds_the_effect(client: TestClient, filled: Filled) -> 
     body = {"src": filled.alice_exchange, "dst": filled.new_observation, "edge_type": "causal"}
     made = client.post("/api/memory/link", json={**body, "weight": 0.5}, headers=AUTH)
     assert made.status_code == 201
-    assert made.json() == {**body, "weight": 0.5}
+    assert made.json() == {**body, "weight": 0.5}  # as `phi memory link --json` and MCP
     walked = client.get(
         f"/api/memory/walk/{filled.alice_exchange}", params={"depth": 1, "type": "causal"}
     )
@@ -25,6 +28,8 @@ def test_link_then_walk_finds_the_effect(client: TestClient, filled: Filled) -> 
         (1, filled.alice_exchange, "causal", 0.5)
     ]
     assert out["steps"][0]["row"]["content"] == "alice now prefers zig over rust"
+    # Times read the same on every surface (`phi.memory.serial`): ISO 8601 with `+00:00`.
+    assert out["steps"][0]["row"]["created_at"].endswith("+00:00")
     # Two hops on every edge type reach the superseded belief through the new one.
     deeper = client.get(f"/api/memory/walk/{filled.alice_exchange}", params={"depth": 2}).json()
     reached = {s["row"]["row_id"]: s["depth"] for s in deeper["steps"]}
@@ -64,3 +69,18 @@ def test_graph_errors_are_clear(client: TestClient, filled: Filled) -> None:
     assert too_deep.status_code == 422
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/api/memory/link", "/api/memory/walk/{row_id}"} <= set(paths)
+
+
+def test_a_row_is_the_same_json_on_every_surface(
+    client: TestClient, filled: Filled, minilm: MiniLMEmbedder
+) -> None:
+    async def library() -> list[dict[str, object]]:
+        async with Memory.open(filled.db, embedder=minilm) as memory:
+            chain = await memory.history(filled.old_observation)
+            return [row.to_json() for row in chain]  # what the CLI and MCP print
+
+    rows = anyio.run(library)
+    assert client.get(f"/api/memory/rows/{filled.old_observation}").json() == rows[0]
+    history = client.get(f"/api/memory/history/{filled.old_observation}").json()["history"]
+    assert history == rows
+    assert str(rows[0]["created_at"]).endswith("+00:00")
