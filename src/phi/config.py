@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from phi.errors import UserError
+
+if TYPE_CHECKING:
+    from phi.memory.embed import Embedder
 
 __all__ = ["Settings", "SettingsError", "load_settings"]
 
@@ -55,7 +58,19 @@ class Settings(BaseSettings):
     """Where memory lives: a SQLite file path (default `<home>/memory.db`)."""
 
     embedder: str = "minilm"
-    """Embedding model: `minilm` (offline default)."""
+    """Embedding model: `minilm` (offline default) or `openai:MODEL` (any OpenAI-compatible
+    `/embeddings` endpoint, e.g. `openai:text-embedding-3-small`)."""
+
+    embedder_url: str | None = None
+    """Base URL (up to `/v1`) of an `openai:` embedder; unset means OpenAI's own."""
+
+    embedder_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("PHI_EMBEDDER_KEY", "OPENAI_API_KEY")
+    )
+    """API key of an `openai:` embedder (`PHI_EMBEDDER_KEY`, else `OPENAI_API_KEY`)."""
+
+    embedder_dimensions: int | None = Field(default=None, gt=0)
+    """Vector length of an `openai:` model other than OpenAI's own (e.g. a local GGUF)."""
 
     model: str | None = None
     """pydantic-ai model string for the agent; unset means the air-gapped local model."""
@@ -165,6 +180,26 @@ class Settings(BaseSettings):
         if wrong:
             raise ValueError(f"musing hours are UTC hours 0-23, got {wrong!r}")
         return sorted(set(value))
+
+    def make_embedder(self) -> Embedder:
+        """The embedder these settings name: the one place every surface builds it.
+
+        Raises:
+            SettingsError: the embedder is unknown or an `openai:` model's dimension is.
+        """
+        from phi.errors import StoreError
+        from phi.memory.embed import default_embedder
+
+        key = self.embedder_key.get_secret_value() if self.embedder_key else None
+        try:
+            return default_embedder(
+                self.embedder,
+                base_url=self.embedder_url,
+                api_key=key,
+                dimensions=self.embedder_dimensions,
+            )
+        except StoreError as exc:
+            raise SettingsError(f"PHI_EMBEDDER={self.embedder!r}: {exc}") from None
 
     def resolved_memory_url(self) -> str:
         """The memory store location, defaulting to a file under `home`."""

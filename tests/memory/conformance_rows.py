@@ -58,8 +58,12 @@ def w(row: Row, vector: Any, refs: tuple[str, ...] = ()) -> RowWrite:
     return RowWrite(row=row, vector=vector, refs=refs)
 
 
+# Imported after the helpers above, which it uses: moving a store to another model.
+from tests.memory.conformance_reembed import ReembedConformance  # noqa: E402
+
+
 @pytest.mark.anyio
-class RowStoreConformance:
+class RowStoreConformance(ReembedConformance):
     async def test_rows_round_trip(self, store: RowStore) -> None:
         row = make_row(
             "likes rust",

@@ -168,12 +168,9 @@ def drain(
 def _open_memory(db: str | None) -> Memory:
     from phi.config import Settings
     from phi.memory import Memory
-    from phi.memory.embed import default_embedder
 
     settings = Settings()
-    return Memory.open(
-        db or settings.resolved_memory_url(), embedder=default_embedder(settings.embedder)
-    )
+    return Memory.open(db or settings.resolved_memory_url(), embedder=settings.make_embedder())
 
 
 async def _preload(memory: Memory, options: HookOptions, cwd: str | None) -> str | None:

@@ -48,5 +48,8 @@ def main() -> None:
 from phi.cli import memory_graph as _memory_graph  # noqa: E402, F401
 from phi.cli import memory_learning as _memory_learning  # noqa: E402, F401
 
+# Registers `phi memory reembed` on `memory_app`.
+from phi.cli import memory_reembed as _memory_reembed  # noqa: E402, F401
+
 # Registers `phi memory migrate | import` on `memory_app`.
 from phi.cli import memory_transfer as _memory_transfer  # noqa: E402, F401

@@ -92,7 +92,6 @@ def open_memory(db: str | None, *, sandbox: bool = False, creates: bool = False)
     it (exit 2), commands that write (`creates`) make the store and say so.
     """
     from phi.memory import Memory
-    from phi.memory.embed import default_embedder
 
     location = memory_location(db, sandbox=sandbox)
     path = _file_of(location)
@@ -109,7 +108,13 @@ def open_memory(db: str | None, *, sandbox: bool = False, creates: bool = False)
                 )
             if db is not None:
                 note(f"created a new, empty memory store at {location}")
-    return Memory.open(location, embedder=default_embedder(settings().embedder))
+    from phi.config import SettingsError
+
+    try:
+        embedder = settings().make_embedder()
+    except SettingsError as exc:
+        fail(str(exc))
+    return Memory.open(location, embedder=embedder)
 
 
 def _file_of(location: str) -> Path | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
@@ -13,6 +13,16 @@ if TYPE_CHECKING:
     from phi.memory import Edge, EdgeType, Step
 
 __all__ = ["link", "walk"]
+
+EDGE_TYPES: Final[tuple[EdgeType, ...]] = (
+    "temporal",
+    "semantic",
+    "reference",
+    "causal",
+    "supersedes",
+)
+"""`phi.memory.model.EDGE_TYPES`, spelled out: importing `phi.memory` loads the store and
+numpy, which `phi --help` must not wait for (`tests/test_cli.py`; a test keeps the two equal)."""
 
 EdgeTypes = Annotated[
     list[str] | None,
@@ -36,16 +46,6 @@ def _edge_types(values: list[str] | None) -> list[EdgeType] | None:
     return [t for t in EDGE_TYPES if t in values]
 
 
-def _step_json(step: Step) -> dict[str, object]:
-    return {
-        "depth": step.depth,
-        "via": step.via,
-        "edge_type": step.edge.edge_type,
-        "weight": step.edge.weight,
-        "row": step.row.to_json(),
-    }
-
-
 @memory_app.command("walk")
 def walk(
     row_id: Annotated[str, typer.Argument(help="The row to start from.")],
@@ -64,7 +64,9 @@ def walk(
 
     steps = run(go)
     if as_json:
-        emit_json({"row_id": row_id, "steps": [_step_json(s) for s in steps]})
+        from phi.memory.serial import to_json
+
+        emit_json({"row_id": row_id, "steps": to_json(steps)})
         return
     if not steps:
         console.print("no linked rows")
@@ -96,9 +98,9 @@ def link(
 
     edge = run(go)
     if as_json:
-        emit_json(
-            {"src": edge.src, "dst": edge.dst, "edge_type": edge.edge_type, "weight": edge.weight}
-        )
+        from phi.memory.serial import to_json
+
+        emit_json(to_json(edge))
         return
     console.print(
         f"linked {edge.src} -{edge.edge_type}-> {edge.dst}", highlight=False, soft_wrap=True

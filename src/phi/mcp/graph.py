@@ -16,6 +16,7 @@ from phi.errors import PhiError
 from phi.mcp._scope import Scope
 from phi.memory import EdgeType, Memory
 from phi.memory.memory import MAX_WALK_DEPTH
+from phi.memory.serial import to_json
 
 __all__ = ["add_graph_tools"]
 
@@ -39,12 +40,8 @@ def add_graph_tools(server: MCPServer, memory: Memory, scope: Scope) -> None:
             edge = await memory.link(src, dst, edge_type=edge_type, weight=weight)
         except PhiError as exc:
             raise ToolError(str(exc)) from None
-        return {
-            "src": edge.src,
-            "dst": edge.dst,
-            "edge_type": edge.edge_type,
-            "weight": edge.weight,
-        }
+        edge_json: dict[str, Any] = to_json(edge)
+        return edge_json
 
     @server.tool()
     async def walk(
@@ -60,16 +57,4 @@ def add_graph_tools(server: MCPServer, memory: Memory, scope: Scope) -> None:
             steps = await memory.walk(row_id, depth=depth, types=types, limit=limit)
         except PhiError as exc:
             raise ToolError(str(exc)) from None
-        return {
-            "steps": [
-                {
-                    "depth": s.depth,
-                    "via": s.via,
-                    "edge_type": s.edge.edge_type,
-                    "weight": s.edge.weight,
-                    "row": s.row.to_json(),
-                }
-                for s in steps
-                if scope.allows(s.row.namespace)
-            ]
-        }
+        return {"steps": to_json([s for s in steps if scope.allows(s.row.namespace)])}

@@ -29,6 +29,7 @@ from phi.mcp.capture import CaptureKind, capture
 from phi.mcp.graph import add_graph_tools
 from phi.memory import EdgeType, Kind, Memory, NewRow, user_namespace
 from phi.memory.model import validate_namespace
+from phi.memory.serial import to_json
 
 __all__ = ["DEFAULT_SESSION_NAMESPACE", "McpOptions", "build_server"]
 
@@ -255,13 +256,7 @@ def _add_read_tools(server: MCPServer, memory: Memory, scope: Scope) -> None:
         supersedes...), strongest edge first."""
         scope.check_row(await memory.get(row_id))
         found = await memory.neighbors(row_id, types=types)
-        return {
-            "neighbors": [
-                {"edge_type": n.edge.edge_type, "weight": n.edge.weight, "row": n.row.to_json()}
-                for n in found
-                if scope.allows(n.row.namespace)
-            ]
-        }
+        return {"neighbors": to_json([n for n in found if scope.allows(n.row.namespace)])}
 
     @server.tool()
     @_tool_errors

@@ -23,6 +23,7 @@ from phi.memory.model import (
 )
 from phi.memory.preload import ContextWindow
 from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe
+from phi.memory.reembed import ReembedProgress, ReembedReport
 from phi.memory.state import KeyValueState, StateEntry
 from phi.memory.store import ForgetReport, NamespaceInfo, StoreStats
 
@@ -44,6 +45,8 @@ __all__ = [
     "NewRow",
     "RecallRecipe",
     "Recalled",
+    "ReembedProgress",
+    "ReembedReport",
     "Row",
     "StateEntry",
     "Status",

@@ -149,11 +149,51 @@ class MiniLMEmbedder:
             return self._session, self._tokenizer
 
 
-def default_embedder(name: str = "minilm") -> Embedder:
-    """The embedder a setting names (`PHI_EMBEDDER`)."""
+OPENAI_PREFIX: Final = "openai:"
+OPENAI_DIMENSIONS: Final = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+"""Dimensions of OpenAI's own models; any other model needs its dimension given."""
+
+
+def default_embedder(
+    name: str = "minilm",
+    *,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    dimensions: int | None = None,
+) -> Embedder:
+    """The embedder a setting names (`PHI_EMBEDDER`): every surface builds it here.
+
+    Args:
+        name: `minilm` (the offline default), or `openai:MODEL` for any OpenAI-compatible
+            `/embeddings` endpoint (`PHI_EMBEDDER_URL`, default OpenAI's).
+        base_url: The endpoint up to and including `/v1`, for `openai:` models.
+        api_key: Bearer token for `openai:` models; `None` sends none (a local server).
+        dimensions: The model's vector length; needed unless it is one of OpenAI's own.
+
+    Raises:
+        StoreError: the name is unknown, or an `openai:` model's dimension is unknown.
+    """
     if name in ("minilm", MINILM_NAME):
         return MiniLMEmbedder()
-    raise StoreError(f"unknown embedder {name!r}; available: 'minilm'")
+    if name.startswith(OPENAI_PREFIX) and name.removeprefix(OPENAI_PREFIX).strip():
+        model = name.removeprefix(OPENAI_PREFIX).strip()
+        size = dimensions or OPENAI_DIMENSIONS.get(model)
+        if size is None:
+            raise StoreError(
+                f"the dimension of embedding model {model!r} is unknown; set"
+                " PHI_EMBEDDER_DIMENSIONS to the length of its vectors"
+            )
+        return OpenAIEmbedder(
+            model=model,
+            dimensions=size,
+            base_url=base_url or OpenAIEmbedder.base_url,
+            api_key=api_key,
+        )
+    raise StoreError(f"unknown embedder {name!r}; available: 'minilm', 'openai:MODEL'")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,14 +16,16 @@ async with Memory.open("~/.phi/memory.db") as memory:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Self
+from typing import Any, Final, Self
 
 import anyio
+from pydantic import SerializerFunctionWrapHandler, model_serializer
+from pydantic.json_schema import JsonSchemaValue
 
 from phi.errors import InvalidInput, NamespaceNotFound, RowNotFound
 from phi.memory.embed import Embedder, MiniLMEmbedder
@@ -47,6 +49,8 @@ from phi.memory.model import (
 )
 from phi.memory.preload import ContextWindow, build_window
 from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe, recall
+from phi.memory.reembed import ReembedProgress, ReembedReport, reembed_rows
+from phi.memory.serial import spread, spread_schema
 from phi.memory.state import KeyValueState
 from phi.memory.store import (
     EmbeddingSpec,
@@ -67,6 +71,9 @@ _MAX_HISTORY = 1000
 
 Namespaces = str | Sequence[str] | None
 
+EDGE_JSON: Final = ("edge_type", "weight")
+"""What the JSON of a neighbour or a walk step shows of its edge (the ends are implied)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Neighbour:
@@ -74,6 +81,14 @@ class Neighbour:
 
     edge: Edge
     row: Row
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return spread(handler(self), "edge", EDGE_JSON)
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> JsonSchemaValue:
+        return spread_schema(core_schema, handler, "edge", EDGE_JSON)
 
 
 MAX_WALK_DEPTH: Final = 3
@@ -91,6 +106,19 @@ class Step:
     edge: Edge
     """The edge between `via` and this row."""
     row: Row
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        return {
+            "depth": data.pop("depth"),
+            "via": data.pop("via"),
+            **spread(data, "edge", EDGE_JSON),
+        }
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> JsonSchemaValue:
+        return spread_schema(core_schema, handler, "edge", EDGE_JSON)
 
 
 @dataclass(kw_only=True)
@@ -431,6 +459,37 @@ class Memory:
                 report, kinds={**report.kinds, "user block versions": report.state}
             )
         return report
+
+    # -- moving to another embedding model --------------------------------------------------
+
+    async def reembed(
+        self,
+        to: Embedder,
+        *,
+        batch_size: int = 64,
+        progress: Callable[[ReembedProgress], None] | None = None,
+    ) -> ReembedReport:
+        """Move the store to embedding model `to`: every row embedded again, the new vectors
+        swapped in (and the store bound to `to`) only at the end, in one transaction.
+
+        Resumable: an interruption leaves the store working with the old model, and running
+        it again embeds only what is left. From then on this memory embeds with `to`; other
+        processes must stop and reopen the store with `to` (opening it with the old model is
+        refused with `EmbedderMismatch`).
+        See `phi.memory.reembed`.
+        """
+
+        def switch() -> None:
+            self.embedder = to
+
+        return await reembed_rows(
+            self.store,
+            to,
+            lock=self._write_lock,
+            on_swap=switch,
+            batch_size=batch_size,
+            progress=progress,
+        )
 
     # -- graph (additive block: links and walks built on `neighbors` and `store.edges`) ---
 

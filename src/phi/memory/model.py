@@ -16,9 +16,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Literal, get_args
+from typing import Annotated, Any, Final, Literal, get_args
+
+from pydantic import Field
 
 from phi.errors import InvalidInput
+from phi.memory.serial import Instant, to_json
 
 __all__ = [
     "BLOCK_SCOPE",
@@ -196,33 +199,20 @@ class Row:
     tags: tuple[str, ...]
     source_uris: tuple[str, ...]
     author: str | None
-    created_at: datetime
-    updated_at: datetime
+    created_at: Instant
+    updated_at: Instant
     meta: Mapping[str, Any]
-    content_hash: str
-    """Identity for idempotent writes: kind, content and sources."""
+    content_hash: Annotated[str, Field(exclude=True)]
+    """Identity for idempotent writes: kind, content and sources (internal: not in JSON)."""
 
     def age_seconds(self, now: datetime) -> float:
         """How long ago the remembered thing happened, as of `now`."""
         return max(0.0, (now - self.created_at).total_seconds())
 
     def to_json(self) -> dict[str, Any]:
-        """A JSON-ready dict (timestamps in ISO 8601)."""
-        return {
-            "row_id": self.row_id,
-            "namespace": self.namespace,
-            "kind": self.kind,
-            "content": self.content,
-            "status": self.status,
-            "supersedes": self.supersedes,
-            "trust": self.trust,
-            "tags": list(self.tags),
-            "source_uris": list(self.source_uris),
-            "author": self.author,
-            "created_at": self.created_at.isoformat(),
-            "updated_at": self.updated_at.isoformat(),
-            "meta": dict(self.meta),
-        }
+        """A JSON-ready dict (`phi.memory.serial`; timestamps in ISO 8601)."""
+        json_value: dict[str, Any] = to_json(self)
+        return json_value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,7 +223,9 @@ class Edge:
     dst: str
     edge_type: EdgeType
     weight: float = 1.0
-    created_at: datetime | None = None
+    created_at: Annotated[Instant | None, Field(exclude=True)] = None
+    """When the edge was made (bookkeeping: the JSON of an edge is its ends, type and
+    weight)."""
 
     def other(self, row_id: str) -> str:
         """The end of this edge that is not `row_id`."""

@@ -16,6 +16,7 @@ from typing import Final
 from phi.memory.embed import Embedder
 from phi.memory.model import Trust
 from phi.memory.recall import Recalled, RecallRecipe, recall
+from phi.memory.serial import to_json
 from phi.memory.store.base import RowFilter, RowStore, row_matches
 
 __all__ = ["ContextWindow", "build_window", "estimate_tokens", "format_age", "render_window"]
@@ -58,14 +59,9 @@ class ContextWindow:
     """Estimated tokens of `text`; never above the budget asked for."""
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "hint": self.hint,
-            "recent": [r.to_json() for r in self.recent],
-            "relevant": [r.to_json() for r in self.relevant],
-            "connected": [r.to_json() for r in self.connected],
-            "text": self.text,
-            "tokens": self.tokens,
-        }
+        """A JSON-ready dict (`phi.memory.serial`)."""
+        json_value: dict[str, object] = to_json(self)
+        return json_value
 
 
 def _line(item: Recalled) -> str:

@@ -14,15 +14,18 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import SerializerFunctionWrapHandler, model_serializer
+from pydantic.json_schema import JsonSchemaValue
 
 from phi.memory._rerank import absolute_relevance, feedback_vector, speaker_boost, window_dense
 from phi.memory._stopwords import STOPWORDS
 from phi.memory.embed import Embedder
 from phi.memory.model import EdgeType, Row
+from phi.memory.serial import spread, spread_schema, to_json
 from phi.memory.store.base import (
     Hit,
     HybridQuery,
@@ -115,13 +118,20 @@ class Recalled:
     matched_by: MatchedBy
     age_seconds: float
 
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A recalled row is the row plus why it was found, side by side (not nested).
+        data = spread(handler(self), "row")
+        return {**data, "score": round(self.score, 6), "age_seconds": round(self.age_seconds, 3)}
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> JsonSchemaValue:
+        return spread_schema(core_schema, handler, "row")
+
     def to_json(self) -> dict[str, object]:
-        return {
-            **self.row.to_json(),
-            "score": round(self.score, 6),
-            "matched_by": self.matched_by,
-            "age_seconds": round(self.age_seconds, 3),
-        }
+        """A JSON-ready dict (`phi.memory.serial`): the row's fields, then the score."""
+        json_value: dict[str, object] = to_json(self)
+        return json_value
 
 
 def query_terms(text: str) -> list[str]:

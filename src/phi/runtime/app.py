@@ -18,7 +18,6 @@ from phi.atproto import ClientConfig, PhiClient
 from phi.config import Settings
 from phi.llm import describe_brain, is_local, resolve_model, uses_grammar
 from phi.memory import Memory
-from phi.memory.embed import default_embedder
 from phi.memory.learning import SmallModel
 from phi.memory.model import utc_now
 from phi.runtime.journal import RunJournal
@@ -90,9 +89,7 @@ async def open_runtime(
     async with (
         agent,
         PhiClient(client_config) as client,
-        Memory.open(
-            settings.resolved_memory_url(), embedder=default_embedder(settings.embedder)
-        ) as memory,
+        Memory.open(settings.resolved_memory_url(), embedder=settings.make_embedder()) as memory,
     ):
         runtime = PhiRuntime(
             client=client,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Final, Literal
 
 import numpy as np
@@ -72,6 +72,8 @@ class Graph:
     people: tuple[PersonNode, ...]
     edges: tuple[PersonEdge, ...]
     clusters: tuple[Cluster, ...]
+    phi: Mapping[str, float] = field(default_factory=lambda: {"x": 0.0, "y": 0.0})
+    """phi, the centre every position is relative to."""
 
 
 def project_2d(points: Floats) -> Floats:

@@ -1,157 +1,44 @@
-"""The web API's JSON shapes (pydantic at the boundary; the library keeps dataclasses)."""
+"""The web API's request bodies and response envelopes.
+
+Memory's own values (`Row`, `Recalled`, `Neighbour`, `Step`, `Edge`, the person view and
+the graph) are returned as they are: FastAPI serialises the dataclasses with pydantic,
+through the same definitions `phi.memory.serial.to_json` uses for the CLI and MCP, so the
+three surfaces print one shape and the OpenAPI document describes it. Only what has no
+dataclass of its own lives here: bodies, envelopes, and the health answer.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from phi.memory import EdgeType, ForgetReport, Kind, Neighbour, Recalled, Row, Status, Trust
-from phi.web.graph import Graph
-from phi.web.people import PersonView
+from phi.memory import EdgeType, ForgetReport, Kind, Recalled, Row, Step
 
 __all__ = [
     "ForgetOut",
-    "GraphOut",
     "HealthOut",
     "HistoryOut",
-    "NeighbourOut",
-    "RecalledOut",
+    "LinkIn",
     "RememberIn",
-    "RowOut",
     "SearchOut",
-    "UserOut",
+    "WalkOut",
 ]
-
-
-class RowOut(BaseModel):
-    row_id: str
-    namespace: str
-    kind: Kind
-    content: str
-    status: Status
-    supersedes: str | None
-    trust: Trust
-    tags: list[str]
-    source_uris: list[str]
-    author: str | None
-    created_at: datetime
-    updated_at: datetime
-    meta: dict[str, Any]
-
-    @classmethod
-    def of(cls, row: Row) -> RowOut:
-        return cls.model_validate(row.to_json())
-
-
-class RecalledOut(RowOut):
-    score: float
-    matched_by: Literal["dense", "text", "both", "graph"]
-    age_seconds: float
-
-    @classmethod
-    def of_hit(cls, hit: Recalled) -> RecalledOut:
-        return cls.model_validate(hit.to_json())
 
 
 class SearchOut(BaseModel):
     query: str
-    results: list[RecalledOut]
+    results: list[Recalled]
 
 
 class HistoryOut(BaseModel):
     row_id: str
-    history: list[RowOut] = Field(description="The supersession chain, oldest first.")
+    history: list[Row] = Field(description="The supersession chain, oldest first.")
 
 
-class NeighbourOut(BaseModel):
-    edge_type: EdgeType
-    weight: float
-    row: RowOut
-
-    @classmethod
-    def of(cls, neighbour: Neighbour) -> NeighbourOut:
-        return cls(
-            edge_type=neighbour.edge.edge_type,
-            weight=neighbour.edge.weight,
-            row=RowOut.of(neighbour.row),
-        )
-
-
-class ObservationOut(RowOut):
-    history: list[RowOut] = Field(description="The beliefs this one replaced, oldest first.")
-
-
-class UserOut(BaseModel):
-    did: str
-    namespace: str
-    label: str
-    observations: list[ObservationOut]
-    recent: list[RowOut] = Field(description="The newest verbatim exchanges, newest first.")
-    summary: RowOut | None
-    block: str | None = Field(description="Their per-user block, if phi ever wrote one.")
-    kinds: dict[str, int]
-
-    @classmethod
-    def of(cls, view: PersonView) -> UserOut:
-        return cls(
-            did=view.did,
-            namespace=view.namespace,
-            label=view.label,
-            observations=[
-                ObservationOut.model_validate(
-                    {**o.row.to_json(), "history": [h.to_json() for h in o.history]}
-                )
-                for o in view.observations
-            ],
-            recent=[RowOut.of(row) for row in view.recent],
-            summary=RowOut.of(view.summary) if view.summary else None,
-            block=view.block,
-            kinds=dict(view.kinds),
-        )
-
-
-class NodeOut(BaseModel):
-    did: str
-    namespace: str
-    label: str
-    x: float
-    y: float
-    cluster: int
-    basis: Literal["observations", "all_rows"]
-    observations: int
-    rows: int
-
-
-class EdgeOut(BaseModel):
-    source: str
-    target: str
-    weight: int
-    refs: list[str]
-
-
-class ClusterOut(BaseModel):
-    cluster: int
-    topic: str
-    size: int
-
-
-class GraphOut(BaseModel):
-    phi: dict[str, float] = Field(default={"x": 0.0, "y": 0.0}, description="phi, the centre.")
-    people: list[NodeOut]
-    edges: list[EdgeOut]
-    clusters: list[ClusterOut]
-
-    @classmethod
-    def of(cls, graph: Graph) -> GraphOut:
-        return cls.model_validate(
-            {
-                "people": [vars(p) for p in graph.people],
-                "edges": [{**vars(e), "refs": list(e.refs)} for e in graph.edges],
-                "clusters": [vars(c) for c in graph.clusters],
-            }
-        )
+class WalkOut(BaseModel):
+    row_id: str
+    steps: list[Step] = Field(description="Reachable rows, nearest first, each once.")
 
 
 class HealthOut(BaseModel):
@@ -171,7 +58,16 @@ class RememberIn(BaseModel):
     supersedes: str | None = None
 
 
+class LinkIn(BaseModel):
+    src: str = Field(description="Row the edge starts from (e.g. the cause).")
+    dst: str = Field(description="Row the edge points to (e.g. the effect).")
+    edge_type: EdgeType = "causal"
+    weight: float = Field(default=1.0, gt=0, le=1)
+
+
 class ForgetOut(BaseModel):
+    """What `forget` erased, without the provenance details the CLI prints."""
+
     namespace: str
     rows: int
     edges: int

@@ -10,11 +10,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
+
+from pydantic import SerializerFunctionWrapHandler, model_serializer
+from pydantic.json_schema import JsonSchemaValue
 
 from phi.errors import InvalidInput, NamespaceNotFound
 from phi.memory import USER_NAMESPACE_PREFIX, Memory, Row, user_namespace
 from phi.memory.learning import Blocks, user_label
+from phi.memory.serial import spread, spread_schema
 from phi.memory.views import person_rows, rows_mentioning
 
 __all__ = [
@@ -52,6 +56,15 @@ class Observation:
     row: Row
     history: tuple[Row, ...]
     """Older versions, oldest first (empty when the belief never changed)."""
+
+    @model_serializer(mode="wrap")
+    def _flat(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # In JSON an observation is its row with its history beside the row's fields.
+        return spread(handler(self), "row")
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> JsonSchemaValue:
+        return spread_schema(core_schema, handler, "row")
 
 
 @dataclass(frozen=True, kw_only=True)

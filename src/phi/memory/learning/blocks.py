@@ -18,14 +18,15 @@ from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Final
 
 import anyio
+from pydantic import computed_field
 
 from phi.errors import InvalidInput
 from phi.memory.memory import Memory
 from phi.memory.model import BLOCK_SCOPE, USER_BLOCK_PREFIX, user_label, utc_now
+from phi.memory.serial import Instant, to_json
 
 __all__ = [
     "BLOCK_SCOPE",
@@ -69,17 +70,18 @@ class Block:
     limit: int
     version: int
     """0 for a block never written (its default content)."""
-    updated_at: datetime | None
+    updated_at: Instant | None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def chars(self) -> int:
+        """Characters used, against `limit`."""
+        return len(self.content)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "label": self.label,
-            "content": self.content,
-            "chars": len(self.content),
-            "limit": self.limit,
-            "version": self.version,
-            "updated_at": self.updated_at.isoformat() if self.updated_at else None,
-        }
+        """A JSON-ready dict (`phi.memory.serial`), `chars` included."""
+        json_value: dict[str, Any] = to_json(self)
+        return json_value
 
     def render(self) -> str:
         return f"[BLOCK {self.label} — {len(self.content)}/{self.limit} chars]\n{self.content}"

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, Field
 
@@ -27,6 +27,7 @@ from phi.memory.memory import Memory
 from phi.memory.model import ensure_utc, utc_now
 from phi.memory.preload import format_age
 from phi.memory.recall import Recalled
+from phi.memory.serial import to_json
 
 __all__ = ["EPISODIC", "SYNTHESIS_SCOPE", "Synthesis", "SynthesisAnswer", "synthesize_episodic"]
 
@@ -58,18 +59,15 @@ class Synthesis:
     row_ids: tuple[str, ...]
     """The notes it was made from."""
     stale_row_ids: tuple[str, ...]
-    signature: str
+    signature: Annotated[str, Field(exclude=True)]
+    """The cache key (internal: not in JSON)."""
     cached: bool
     """Whether it came from the cache (no model call)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "text": self.text,
-            "row_ids": list(self.row_ids),
-            "stale_row_ids": list(self.stale_row_ids),
-            "cached": self.cached,
-        }
+        """A JSON-ready dict (`phi.memory.serial`)."""
+        json_value: dict[str, Any] = to_json(self)
+        return json_value
 
 
 def _signature(model: str, query: str, goals: Sequence[str], hits: Sequence[Recalled]) -> str:

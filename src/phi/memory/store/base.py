@@ -203,6 +203,38 @@ class RowStore(Protocol):
         """Record `spec`, or raise `EmbedderMismatch` if the store holds another."""
         ...
 
+    # Moving to another embedding model: new vectors are staged beside the live ones, and
+    # one transaction swaps them in with the new model, so an interrupted move leaves the
+    # store as it was and a rerun continues where it stopped (`phi.memory.reembed`).
+
+    async def stage_vectors(
+        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
+    ) -> None:
+        """Keep `vectors` (by row id) for a later `swap_embedding` to `spec`, without
+        touching the live vectors. Vectors staged for another model are dropped first;
+        ids of rows that no longer exist are ignored; a forgotten row's vector goes too."""
+        ...
+
+    async def unstaged(self, spec: EmbeddingSpec, *, limit: int) -> list[Row]:
+        """Up to `limit` rows (any status, in insertion order) with no vector staged for
+        `spec`."""
+        ...
+
+    async def count_unstaged(self, spec: EmbeddingSpec) -> int:
+        """How many rows have no vector staged for `spec`."""
+        ...
+
+    async def swap_embedding(
+        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
+    ) -> int:
+        """Stage `vectors`, then, if every row has a vector staged for `spec`, replace all
+        live vectors with them and record `spec` as the store's model, in one transaction.
+
+        Returns how many rows still have none (rows written meanwhile): 0 means the store
+        moved; otherwise only the staging happened and the caller stages the rest.
+        """
+        ...
+
     async def write(
         self,
         rows: Sequence[RowWrite],

@@ -29,6 +29,7 @@ from phi.memory.model import Edge, EdgeType, Row, Status
 from phi.memory.store import _pg_forget
 from phi.memory.store import _pg_learning as learning_sql
 from phi.memory.store import _pg_queue as queue_sql
+from phi.memory.store import _pg_reembed as reembed_sql
 from phi.memory.store import _pg_sql as sql
 from phi.memory.store import _pg_write as write_sql
 from phi.memory.store._pg_hybrid import hybrid
@@ -178,6 +179,27 @@ class PostgresStore:
             return stored
 
         self._embedding = await self._write(bind)
+
+    # -- moving to another embedding model (`_pg_reembed`) ------------------------------
+
+    async def stage_vectors(
+        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
+    ) -> None:
+        await self._write(partial(reembed_sql.stage, spec=spec, vectors=vectors))
+
+    async def unstaged(self, spec: EmbeddingSpec, *, limit: int) -> list[Row]:
+        return await self._read(partial(reembed_sql.unstaged, spec=spec, limit=limit))
+
+    async def count_unstaged(self, spec: EmbeddingSpec) -> int:
+        return await self._read(partial(reembed_sql.count_unstaged, spec=spec))
+
+    async def swap_embedding(
+        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
+    ) -> int:
+        missing = await self._write(partial(reembed_sql.swap, spec=spec, vectors=vectors))
+        if missing == 0:
+            self._embedding = spec
+        return missing
 
     def _dimension(self) -> int:
         if self._embedding is None:

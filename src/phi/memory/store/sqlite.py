@@ -27,6 +27,7 @@ from phi.memory.model import Edge, EdgeType, Row, Status
 from phi.memory.store import _sqlite_forget as forget_sql
 from phi.memory.store import _sqlite_learning as learning_sql
 from phi.memory.store import _sqlite_queue as queue_sql
+from phi.memory.store import _sqlite_reembed as reembed_sql
 from phi.memory.store import _sqlite_sql as sql
 from phi.memory.store._sqlite_schema import (
     BUSY_TIMEOUT_MS,
@@ -207,6 +208,27 @@ class SQLiteStore:
             return stored
 
         self._embedding = await self._write(bind)
+
+    # -- moving to another embedding model (`_sqlite_reembed`) ------------------------------
+
+    async def stage_vectors(
+        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
+    ) -> None:
+        await self._write(partial(reembed_sql.stage, spec=spec, vectors=vectors))
+
+    async def unstaged(self, spec: EmbeddingSpec, *, limit: int) -> list[Row]:
+        return await self._read(partial(reembed_sql.unstaged, spec=spec, limit=limit))
+
+    async def count_unstaged(self, spec: EmbeddingSpec) -> int:
+        return await self._read(partial(reembed_sql.count_unstaged, spec=spec))
+
+    async def swap_embedding(
+        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
+    ) -> int:
+        missing = await self._write(partial(reembed_sql.swap, spec=spec, vectors=vectors))
+        if missing == 0:
+            self._embedding = spec
+        return missing
 
     # -- writes ------------------------------------------------------------------------
 
