@@ -150,7 +150,7 @@ async def test_a_narrowed_tool_set_answers_who_spoke_to_phi_before_anything_else
     mention = notification("alice.test", uri="at://alice/1")
     like = notification("bob.test", "like", uri="at://bob/like", subject="at://phi/post")
     d = deps(mention, like)
-    tiny = {t.name: t for t in await _tool_defs(d, only=CORE_TOOLS)}
+    tiny = {t.name: t for t in await _tool_defs(d, only=CORE_TOOLS, answer_first=True)}
     assert sorted(tiny) == ["reply_to"]
     assert tiny["reply_to"].parameters_json_schema["properties"]["uri"]["enum"] == ["at://alice/1"]
     # Once alice has her answer, the rest is on offer again.
@@ -159,14 +159,16 @@ async def test_a_narrowed_tool_set_answers_who_spoke_to_phi_before_anything_else
             uri="at://phi/reply", text="hi", thread_root="at://alice/1", in_reply_to="at://alice/1"
         )
     )
-    assert "like_post" in {t.name for t in await _tool_defs(d, only=CORE_TOOLS)}
+    assert "like_post" in {t.name for t in await _tool_defs(d, only=CORE_TOOLS, answer_first=True)}
     # A model that chooses well keeps every tool.
-    assert "like_post" in {t.name for t in await _tool_defs(deps(mention, like))}
+    assert "like_post" in {t.name for t in await _tool_defs(deps(mention, like), only=CORE_TOOLS)}
 
 
-async def _tool_defs(d: PhiDeps, *, only: frozenset[str] | None = None) -> list[Any]:
+async def _tool_defs(
+    d: PhiDeps, *, only: frozenset[str] | None = None, answer_first: bool = False
+) -> list[Any]:
     """The tool definitions the model would see in a run with deps `d`."""
     ctx = RunContext[PhiDeps](deps=d, model=TestModel(), usage=cast(Any, None))
-    toolset = toolset_for(AgentConfig(), only=only)
+    toolset = toolset_for(AgentConfig(), only=only, answer_first=answer_first)
     found = await toolset.get_tools(ctx)
     return [tool.tool_def for tool in found.values()]

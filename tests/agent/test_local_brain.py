@@ -35,7 +35,9 @@ async def test_a_mention_gets_a_reply_from_the_local_model(
     asked = "@phi.test hello phi! what is your favourite bird?"
     (question,) = await alice.post(asked)
     await sandbox.wait_for_indexing()
-    async with runtime(resolve_model(None), tools=sorted(CORE_TOOLS)) as phi_runtime:
+    async with runtime(
+        resolve_model(None), tools=sorted(CORE_TOOLS), profile="compact"
+    ) as phi_runtime:
         report = await phi_runtime.tick()
         await sandbox.wait_for_indexing()
         replies = [r for r in report.replies if r.in_reply_to == question.uri]

@@ -76,10 +76,11 @@ def entry_prompt(entry: Entry) -> str:
 
 
 def toolset_for(
-    config: AgentConfig, *, only: frozenset[str] | None = None
+    config: AgentConfig, *, only: frozenset[str] | None = None, answer_first: bool = False
 ) -> AbstractToolset[PhiDeps]:
     """Every tool phi has under `config` (or those named in `only`), limited to the batch's
-    posts where they touch posts, with tool failures returned as results."""
+    posts where they touch posts, with tool failures returned as results; with
+    `answer_first`, only `reply_to` while somebody who spoke to phi waits (`_answer_first`)."""
     sets: list[AbstractToolset[PhiDeps]] = [
         bluesky_tools,
         memory_tools,
@@ -97,9 +98,7 @@ def toolset_for(
         allowed = only
         combined = combined.filtered(lambda _ctx, tool: tool.name in allowed)
     combined = combined.prepared(_batch_uris_only)
-    if only is not None:
-        # A narrowed set is for a model that chooses badly among many: somebody who spoke
-        # to phi gets an answer before anything else is offered.
+    if answer_first:
         combined = combined.prepared(_answer_first)
     return errors_as_results(combined)
 
@@ -177,9 +176,12 @@ def build_agent(
     model), by default every tool (web search only when configured) and the tools of the
     configured MCP servers; `profile="compact"` gives a small model the compact prompt
     (`phi.agent.prompt.compact`)."""
-    # A narrowed tool set is for a model that chooses badly among many: no external tools,
-    # and more tries at text the degenerate guard refuses (each with other sampling).
+    # A narrowed tool set is for a model that chooses badly among many: no external tools.
     external = mcp_toolsets(config.mcp_servers) if tools is None else []
+    # The small-model profile is the tiny brain's: one action a run, so somebody who spoke
+    # to phi gets an answer before anything else is offered, and text the degenerate guard
+    # refuses gets more tries (each with other sampling).
+    small = profile == "compact"
     static = (
         base_prompt(config.personality_file)
         if profile == "full"
@@ -191,9 +193,13 @@ def build_agent(
         deps_type=PhiDeps,
         output_type=str,
         system_prompt=static,
-        retries=1 if tools is None else 3,
+        retries=3 if small else 1,
         toolsets=[
-            toolset_for(config, only=frozenset(tools) if tools is not None else None),
+            toolset_for(
+                config,
+                only=frozenset(tools) if tools is not None else None,
+                answer_first=small,
+            ),
             *external,
         ],
     )
