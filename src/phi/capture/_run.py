@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
+from phi.capture.events import HOOK_EVENTS
 from phi.capture.spool import Spool, SpoolEntry
 from phi.errors import InvalidInput
 
@@ -23,20 +24,6 @@ SESSION_START_WAIT_S: Final = 30.0
 """How long a session start waits for a background drain before it preloads anyway."""
 BACKGROUND_WAIT_S: Final = 120.0
 """How long a background drainer waits for another one to finish; nobody waits on it."""
-HOOK_EVENTS: Final = frozenset(
-    {
-        "SessionStart",
-        "UserPromptSubmit",
-        "PreToolUse",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "Stop",
-        "SubagentStop",
-        "SessionEnd",
-        "Notification",
-        "PreCompact",
-    }
-)
 
 
 @dataclass(frozen=True, kw_only=True)

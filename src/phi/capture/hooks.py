@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from phi.capture.events import HookName
 from phi.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -24,18 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["HookEvent", "HookOutcome", "apply_event", "parse_event"]
 
-HookName = Literal[
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "Stop",
-    "SubagentStop",
-    "SessionEnd",
-    "Notification",
-    "PreCompact",
-]
 
 MAX_EVENT_CHARS: Final = 4000
 """What one tool input or output keeps: a whole build log would cost seconds to embed and
