@@ -16,6 +16,8 @@ ALICE = "@phi.test hi phi! i'm alice. what do you remember about me?"
         ("...", "empty"),
         ("…", "empty"),
         ("  \n ", "empty"),
+        ("...'}", "empty"),  # posted by the tiny model in a musing: quotes are not words
+        ("' ' '", "empty"),
         ("i'm a cat. i'm a cat. i'm a cat.", "loop"),
         ("hello there friend. i like birds. hello there friend. i like birds.", "loop"),
         ("…(10 posts) (1000000000…", "loop"),

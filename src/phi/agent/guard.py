@@ -117,8 +117,9 @@ def refuse_degenerate(
 
 
 def _words(text: str) -> list[str]:
-    # Handles (@phi.test) are addressing, not content.
-    return [w for w in _WORD.findall(re.sub(r"@[\w.:-]+", " ", text.lower())) if w]
+    # Handles (@phi.test) are addressing, not content; an apostrophe alone is no word.
+    found = _WORD.findall(re.sub(r"@[\w.:-]+", " ", text.lower()))
+    return [w for w in found if any(c.isalnum() for c in w)]
 
 
 def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
