@@ -31,6 +31,7 @@ __all__ = [
     "Hit",
     "HybridQuery",
     "HybridSignals",
+    "HybridSteps",
     "Ledger",
     "ModelCallRecord",
     "NamespaceInfo",
@@ -407,7 +408,34 @@ def _merge(hits: list[Hit], scores: Mapping[str, float]) -> list[Hit]:
     return hits + [Hit(row_id=i, score=v) for i, v in scores.items() if i not in known]
 
 
-async def gather_stepwise(store: RowStore, query: HybridQuery) -> HybridSignals:
+class HybridSteps(Protocol):
+    """The reads one hybrid recall is made of (a `RowStore` has them all; a backend may
+    also bind them to one connection, as the PostgreSQL store does)."""
+
+    async def vector_search(
+        self, vector: npt.NDArray[np.float32], where: RowFilter, *, limit: int
+    ) -> list[Hit]: ...
+
+    async def text_search(
+        self, terms: Sequence[str], where: RowFilter, *, limit: int
+    ) -> list[Hit]: ...
+
+    async def edges(
+        self, row_ids: Sequence[str], *, types: Sequence[EdgeType] | None = None
+    ) -> list[Edge]: ...
+
+    async def vector_scores(
+        self, vector: npt.NDArray[np.float32], row_ids: Sequence[str]
+    ) -> dict[str, float]: ...
+
+    async def text_scores(
+        self, terms: Sequence[str], row_ids: Sequence[str], where: RowFilter
+    ) -> dict[str, float]: ...
+
+    async def get_rows(self, row_ids: Sequence[str]) -> list[Row]: ...
+
+
+async def gather_stepwise(store: HybridSteps, query: HybridQuery) -> HybridSignals:
     """`RowStore.hybrid` from the store's other methods, one call per step."""
     dense = await store.vector_search(query.vector, query.where, limit=query.candidates)
     text = await store.text_search(query.terms, query.where, limit=query.candidates)
