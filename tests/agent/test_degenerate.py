@@ -10,6 +10,7 @@ from pydantic_ai import ToolCallPart
 from phi.agent.outcomes import Refused
 from phi.atproto import PhiClient
 from phi.atproto.sandbox import Sandbox
+from phi.llm.sampling import Answering, current_answering
 
 from ._brain import Brain, call, mentions
 from .conftest import RuntimeFactory
@@ -67,3 +68,25 @@ async def test_an_echo_and_a_loop_are_never_posted(
     thread = await alice.get_thread(opening.uri)
     assert [p.author_handle for p in thread.posts] == ["alice.test"]
     assert [p.uri for p in await phi.list_own_posts(limit=20)] == posted_before
+
+
+async def test_a_run_tells_the_brain_which_posts_it_answers(
+    runtime: RuntimeFactory, alice: PhiClient, sandbox: Sandbox
+) -> None:
+    """The tiny model's sampling is biased against copying these (`phi.llm.sampling`)."""
+    seen: list[Answering | None] = []
+
+    async def listening_brain(prompt: str, step: int) -> list[ToolCallPart]:
+        seen.append(current_answering())
+        return []
+
+    text = "@phi.test what do the crows in your street talk about?"
+    await alice.post(text)
+    await sandbox.wait_for_indexing()
+    async with runtime(Brain(listening_brain)) as phi_runtime:
+        await phi_runtime.tick()
+    answering = seen[0]
+    assert answering is not None
+    assert text in answering.texts
+    assert "alice" in answering.names
+    assert current_answering() is None  # only for the run

@@ -38,6 +38,7 @@ from phi.agent.tools import (
 from phi.agent.tools._common import errors_as_results
 from phi.agent.tools.blocks import block_tools
 from phi.agent.tools.services import service_tools
+from phi.llm.sampling import answering
 from phi.memory.learning import AttachedBlocks
 
 __all__ = [
@@ -216,9 +217,15 @@ def _attached(deps: PhiDeps) -> AbstractAsyncContextManager[AttachedBlocks]:
 
 
 async def run(agent: PhiAgent, deps: PhiDeps, prompt: str | None = None) -> str:
-    """One run: attach the batch's people's blocks, run, detach; returns the log line."""
+    """One run: attach the batch's people's blocks, run, detach; returns the log line.
+
+    The run declares the posts it answers (`phi.llm.answering`): a small model's sampling
+    steers away from copying them; other models ignore it."""
+    texts = [item.text for item in deps.batch.items] if deps.batch else []
+    names = [handle.split(".")[0] for handle in deps.batch.people().values()] if deps.batch else []
     async with _attached(deps):
-        result = await agent.run(prompt or entry_prompt(deps.entry), deps=deps)
+        with answering(texts, names=names):
+            result = await agent.run(prompt or entry_prompt(deps.entry), deps=deps)
     return result.output
 
 

@@ -34,10 +34,12 @@ from pydantic_ai.tools import ToolDefinition
 from phi.agent.core import BATCH_URI_TOOLS, CORE_TOOLS, entry_prompt
 from phi.agent.guard import Degenerate, degenerate
 from phi.agent.prompt import PromptProfile, base_prompt, compact_base, fit_block
-from phi.agent.prompt.compact import COMPACT_BLOCKS
+from phi.agent.prompt.compact import COMPACT_BLOCKS, COMPACT_EXAMPLES
 from phi.agent.tools import bluesky_tools, memory_tools
 from phi.bench.brain_cases import CASES, BrainCase
-from phi.llm import is_local, local_llama, resolve_model, uses_grammar
+from phi.llm import GrammarToolModel, is_local, local_llama, resolve_model, uses_grammar
+from phi.llm.local import SMOLLM2_NAME
+from phi.llm.sampling import answering
 
 __all__ = [
     "CANDIDATES",
@@ -73,6 +75,10 @@ class BrainSetup:
     """Sampling settings laid over the model's defaults."""
     default: bool = False
     """Whether this is what phi runs with."""
+    tuned: bool = True
+    """The small-model tuning of the local brain: worked examples in the compact prompt,
+    anti-echo and DRY sampling, a shorter text cap. False: the local brain as it was before
+    (for the before/after table)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,8 +125,9 @@ class BrainResult:
     cases: tuple[CaseRun, ...] = ()
 
 
-def system_prompt(case: BrainCase, profile: PromptProfile) -> list[str]:
-    """The system prompt parts a run on `case` sends under `profile`."""
+def system_prompt(case: BrainCase, profile: PromptProfile, *, tuned: bool = True) -> list[str]:
+    """The system prompt parts a run on `case` sends under `profile` (`tuned=False`: the
+    compact base without its worked examples, as before they were added)."""
     if profile == "full":
         blocks = [*_FULL_ONLY[:1], NOW, *_FULL_ONLY[1:], case.notifications(), case.memory]
         return [base_prompt(), *(b for b in blocks if b)]
@@ -129,7 +136,8 @@ def system_prompt(case: BrainCase, profile: PromptProfile) -> list[str]:
         fit_block(case.notifications(), COMPACT_BLOCKS["notifications"]),
         fit_block(case.memory, COMPACT_BLOCKS["people"]) if case.memory else "",
     ]
-    return [compact_base(), *(b for b in budgeted if b)]
+    base = compact_base() if tuned else compact_base().removesuffix(f"\n{COMPACT_EXAMPLES}")
+    return [base, *(b for b in budgeted if b)]
 
 
 def _tools(case: BrainCase) -> list[ToolDefinition]:
@@ -168,11 +176,21 @@ def _judge(case: BrainCase, call: ToolCallPart) -> tuple[bool, Degenerate | None
 
 async def run_case(model: Model, case: BrainCase, setup: BrainSetup) -> CaseRun:
     """One case through one brain, with the guard's retry when the text is degenerate."""
+    # The case's posts are declared to the model as `phi.agent.core.run` declares a batch's.
+    names = [post.handle.split(".")[0] for post in case.posts]
+    with answering([post.text for post in case.posts], names=names):
+        return await _run_case(model, case, setup)
+
+
+async def _run_case(model: Model, case: BrainCase, setup: BrainSetup) -> CaseRun:
     tools = _tools(case)
     params = ModelRequestParameters(function_tools=tools, allow_text_output=True)
     first = ModelRequest(
         parts=[
-            *(SystemPromptPart(part) for part in system_prompt(case, setup.profile)),
+            *(
+                SystemPromptPart(part)
+                for part in system_prompt(case, setup.profile, tuned=setup.tuned)
+            ),
             UserPromptPart(entry_prompt("notifications")),
         ]
     )
@@ -229,17 +247,26 @@ def _describe(response: ModelResponse) -> str:
 
 
 CANDIDATES: Final = (
-    BrainSetup(name="smollm2 full prompt", spec=None, profile="full"),
-    BrainSetup(name="smollm2 compact", spec=None, profile="compact", default=True),
+    BrainSetup(name="smollm2 full prompt, untuned", spec=None, profile="full", tuned=False),
+    BrainSetup(name="smollm2 compact, untuned", spec=None, profile="compact", tuned=False),
     BrainSetup(
-        name="smollm2 compact freq-penalty 0.5",
+        name="smollm2 compact, untuned, freq-penalty 0.5",
         spec=None,
         profile="compact",
+        tuned=False,
         settings=ModelSettings(frequency_penalty=0.5),
     ),
+    BrainSetup(name="smollm2 compact, tuned", spec=None, profile="compact", default=True),
 )
-"""What `phi bench brain` compares by default: the bundled model with the full prompt (the
-old default), with the compact one (what phi runs), and with a repetition penalty."""
+"""What `phi bench brain` compares by default: the bundled model as it was (full prompt;
+compact prompt; compact with a frequency penalty) and as phi runs it now (compact prompt
+with worked examples, anti-echo and DRY sampling, texts capped: `phi.llm.sampling`)."""
+
+
+def _model_for(setup: BrainSetup) -> Model:
+    if is_local(setup.spec) and not setup.tuned:
+        return GrammarToolModel(local_llama().complete, model_name=SMOLLM2_NAME, calls_per_run=1)
+    return resolve_model(setup.spec)
 
 
 def setup_for(spec: str) -> BrainSetup:
@@ -262,7 +289,7 @@ async def run_brain_bench(
     hears of each run as it ends."""
     results = []
     for setup in setups:
-        model = resolve_model(setup.spec)
+        model = _model_for(setup)
         if is_local(setup.spec):
             await local_llama().load()  # loading is not a decision's time
         runs = []

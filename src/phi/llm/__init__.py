@@ -21,6 +21,7 @@ from phi.llm._chat import ChatMessage, ChatRequest, Complete
 from phi.llm.grammar import GrammarToolModel
 from phi.llm.http import GRAMMAR_PREFIX, ChatServer, parse_server_spec
 from phi.llm.local import SMOLLM2_NAME, LocalLlama, LocalModelMissing, smollm2_path
+from phi.llm.sampling import SmallModelSampling, answering
 
 __all__ = [
     "LOCAL_SPECS",
@@ -31,6 +32,8 @@ __all__ = [
     "GrammarToolModel",
     "LocalLlama",
     "LocalModelMissing",
+    "SmallModelSampling",
+    "answering",
     "describe_brain",
     "is_local",
     "local_llama",
@@ -38,6 +41,10 @@ __all__ = [
     "smollm2_path",
     "uses_grammar",
 ]
+
+LOCAL_MAX_TEXT: Final = 140
+"""Longest text the local model may write: SmolLM2's loops start past ~100 characters
+(`phi bench brain`: 4 degenerate replies of 20 at 140, more at 300)."""
 
 LOCAL_SPECS: Final = frozenset({"", "local", "smollm2"})
 """Model strings (besides none) that mean the air-gapped local model."""
@@ -78,7 +85,13 @@ def resolve_model(spec: str | None) -> Model:
             credentials are missing.
     """
     if is_local(spec):
-        return GrammarToolModel(local_llama().complete, model_name=SMOLLM2_NAME, calls_per_run=1)
+        return GrammarToolModel(
+            local_llama().complete,
+            model_name=SMOLLM2_NAME,
+            calls_per_run=1,
+            max_text=LOCAL_MAX_TEXT,
+            sampling=SmallModelSampling(),
+        )
     assert spec is not None
     if spec.strip().startswith(GRAMMAR_PREFIX):
         server = parse_server_spec(spec)

@@ -53,6 +53,13 @@ class ChatRequest(TypedDict):
     top_p: NotRequired[float]
     frequency_penalty: NotRequired[float]
     presence_penalty: NotRequired[float]
+    # llama.cpp's own fields (`phi.llm.sampling`): other servers may refuse them.
+    logit_bias: NotRequired[list[list[str | float]]]
+    dry_multiplier: NotRequired[float]
+    dry_base: NotRequired[float]
+    dry_allowed_length: NotRequired[int]
+    dry_penalty_last_n: NotRequired[int]
+    dry_sequence_breakers: NotRequired[list[str]]
 
 
 Complete: TypeAlias = Callable[[ChatRequest], Awaitable[Mapping[str, Any]]]

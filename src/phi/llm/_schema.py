@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from pydantic_ai.tools import ToolDefinition
 
-__all__ = ["FINAL_ANSWER", "catalogue", "decision_schema", "example_call"]
+__all__ = ["FINAL_ANSWER", "MAX_STRING", "catalogue", "decision_schema", "example_call"]
 
 FINAL_ANSWER: Final = "final_answer"
 """The pseudo-tool whose `text` is the run's answer."""
@@ -26,8 +26,11 @@ the string instead, and 300 is a whole post."""
 _FINAL_ANSWER_LINE: Final = f"- {FINAL_ANSWER}(text): Finish with this message as your answer."
 
 
-def decision_schema(tools: Sequence[ToolDefinition], *, final_answer: bool) -> dict[str, Any]:
-    """The schema of one decision: one branch per tool, plus the final answer if allowed.
+def decision_schema(
+    tools: Sequence[ToolDefinition], *, final_answer: bool, max_string: int = MAX_STRING
+) -> dict[str, Any]:
+    """The schema of one decision: one branch per tool, plus the final answer if allowed;
+    free-text strings are capped at `max_string` characters.
 
     Each tool's `$defs` move to the root under a name prefixed by the tool's (their
     `$ref`s are rewritten), since a `$ref` points from the root of the whole document.
@@ -41,14 +44,14 @@ def decision_schema(tools: Sequence[ToolDefinition], *, final_answer: bool) -> d
         renames = {name: f"{tool.name}__{name}" for name in local_defs}
         defs.update(
             {
-                renames[name]: _cap_strings(_rename_refs(schema, renames))
+                renames[name]: _cap_strings(_rename_refs(schema, renames), max_string)
                 for name, schema in local_defs.items()
             }
         )
-        arguments = _cap_strings(_rename_refs(arguments, renames))
+        arguments = _cap_strings(_rename_refs(arguments, renames), max_string)
         branches.append(_object({"tool": {"const": tool.name}, "arguments": arguments}))
     if final_answer:
-        text = {"type": "string", "maxLength": MAX_STRING}
+        text = {"type": "string", "maxLength": max_string}
         branches.append(_object({"tool": {"const": FINAL_ANSWER}, "text": text}))
     schema: dict[str, Any] = branches[0] if len(branches) == 1 else {"anyOf": branches}
     if defs:
@@ -110,15 +113,15 @@ def _rename_refs(node: Any, renames: dict[str, str]) -> Any:
     return node
 
 
-def _cap_strings(node: Any) -> Any:
-    """`node` with `maxLength: MAX_STRING` on every free-text string (not enums, consts, or
+def _cap_strings(node: Any, limit: int) -> Any:
+    """`node` with `maxLength: limit` on every free-text string (not enums, consts, or
     strings that have their own limit)."""
     if isinstance(node, list):
-        return [_cap_strings(item) for item in node]
+        return [_cap_strings(item, limit) for item in node]
     if not isinstance(node, dict):
         return node
-    capped = {key: _cap_strings(value) for key, value in node.items()}
+    capped = {key: _cap_strings(value, limit) for key, value in node.items()}
     free = not ({"enum", "const", "maxLength", "format", "pattern"} & capped.keys())
     if capped.get("type") == "string" and free:
-        capped["maxLength"] = MAX_STRING
+        capped["maxLength"] = limit
     return capped

@@ -35,7 +35,8 @@ from pydantic_ai.usage import RequestUsage
 
 from phi.llm._chat import ChatMessage, ChatRequest, Complete, Completion, parse_completion
 from phi.llm._render import call_key, render, trim
-from phi.llm._schema import FINAL_ANSWER, catalogue, decision_schema, example_call
+from phi.llm._schema import FINAL_ANSWER, MAX_STRING, catalogue, decision_schema, example_call
+from phi.llm.sampling import SmallModelSampling, current_answering
 
 __all__ = ["GrammarToolModel"]
 
@@ -86,6 +87,8 @@ class GrammarToolModel(Model):
         max_prompt_chars: int = 12_000,
         settings: ModelSettings | None = None,
         retry_settings: ModelSettings = RETRY_SETTINGS,
+        max_text: int = MAX_STRING,
+        sampling: SmallModelSampling | None = None,
     ) -> None:
         """Build the adapter over a transport.
 
@@ -106,6 +109,10 @@ class GrammarToolModel(Model):
                 `max_tokens`, `frequency_penalty`, `presence_penalty` are honoured).
             retry_settings: Settings laid over those when a tool sent the model's call
                 back for a retry (the seed moves on too).
+            max_text: Longest free-text string the schema lets the model write: a tiny
+                model's long answers are where it loops.
+            sampling: llama.cpp sampler fields against echoes and loops, sent with every
+                request (`phi.llm.sampling`); only for servers that are llama.cpp.
         """
         super().__init__(settings=settings, profile=_PROFILE)
         self._complete = complete
@@ -115,6 +122,8 @@ class GrammarToolModel(Model):
         self.calls_per_run = calls_per_run
         self.max_prompt_chars = max_prompt_chars
         self.retry_settings = retry_settings
+        self.max_text = max_text
+        self.sampling = sampling
 
     @property
     def model_name(self) -> str:
@@ -233,7 +242,9 @@ class GrammarToolModel(Model):
                     "type": "json_schema",
                     "json_schema": {
                         "name": "decision",
-                        "schema": decision_schema(tools, final_answer=final),
+                        "schema": decision_schema(
+                            tools, final_answer=final, max_string=self.max_text
+                        ),
                         "strict": True,
                     },
                 },
@@ -247,6 +258,8 @@ class GrammarToolModel(Model):
                 request["frequency_penalty"] = settings["frequency_penalty"]
             if "presence_penalty" in settings:
                 request["presence_penalty"] = settings["presence_penalty"]
+            if self.sampling is not None:
+                self.sampling.apply(request, current_answering())
             try:
                 return parse_completion(await self._complete(request))
             except ModelContextWindowExceededError:

@@ -94,8 +94,8 @@ async def serve_phi(
     `stop`."""
     brains = choose_brains(settings)
     emit(brains.agent)
-    if brains.memory != brains.agent:
-        emit(f"memory passes: {brains.memory}")
+    if line := brains.memory_line():
+        emit(line)
     async with open_runtime(settings, client_config, emit=emit) as runtime:
         emit(f"logged in as @{runtime.client.me.handle} ({runtime.client.me.did})")
         token = await anyio.to_thread.run_sync(control_token, settings.home, settings.control_token)

@@ -61,6 +61,8 @@ async def sandbox_run(
     local = sandbox_settings(settings, info, poll_seconds=poll_seconds)
     brains = choose_brains(local)
     emit(brains.agent)
+    if line := brains.memory_line():
+        emit(line)
     stop = anyio.Event()
     phi_config = info.client_config("phi", nsid_prefix=local.nsid_prefix)
     async with (

@@ -12,7 +12,13 @@ from typing import Final
 
 from phi.agent.deps import PhiDeps
 from phi.agent.prompt.batch import first_interaction_block, notifications_block
-from phi.agent.prompt.compact import COMPACT_BLOCKS, PromptProfile, compact_base, fit_block
+from phi.agent.prompt.compact import (
+    COMPACT_BLOCKS,
+    COMPACT_EXAMPLES,
+    PromptProfile,
+    compact_base,
+    fit_block,
+)
 from phi.agent.prompt.core_blocks import core_blocks_block
 from phi.agent.prompt.discovery import discovery_block
 from phi.agent.prompt.operator import operational_history_block, operator_block
@@ -34,6 +40,7 @@ from phi.agent.tools.services import known_services_block
 __all__ = [
     "BLOCKS",
     "COMPACT_BLOCKS",
+    "COMPACT_EXAMPLES",
     "OPERATIONAL_RULES",
     "PromptBlock",
     "PromptProfile",
