@@ -65,6 +65,10 @@ async def test_mention_reply_memory_and_past_exchanges(
     assert "try dawn walks by the river" in next_prompt
     assert "[FIRST INTERACTION WITH @alice.test]" not in next_prompt
     assert "[FIRST INTERACTION WITH @alice.test]" in brain.prompts[0]
+    # Her recent posts there leave out the one phi answers (shown above it already): a
+    # small model copies whatever it sees twice.
+    first_interaction = brain.prompts[0].split("[FIRST INTERACTION WITH @alice.test]")[1]
+    assert "any tips for birdwatching" not in first_interaction
     # phi answered in the thread it was asked in: the follow-up hangs under phi's reply
     assert any(uri == follow_up.uri for _, uri in mentions(next_prompt))
     assert (await phi.list_notifications()).notifications[0].is_read

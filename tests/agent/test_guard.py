@@ -22,6 +22,8 @@ ALICE = "@phi.test hi phi! i'm alice. what do you remember about me?"
         ("hello there friend. i like birds. hello there friend. i like birds.", "loop"),
         ("…(10 posts) (1000000000…", "loop"),
         ("yes!!!!!!!!!!", "loop"),
+        ("hello, hello, hello, hello", "loop"),  # posted by the tiny model in the sandbox
+        ("no no no", "loop"),
     ],
 )
 def test_empty_and_looping_text_is_degenerate(text: str, reason: str) -> None:
@@ -44,6 +46,7 @@ def test_an_echo_of_the_post_it_answers_is_degenerate() -> None:
         "hi alice!",
         "this is our first talk, alice: tell me what you like and i'll keep it in mind.",
         "hello alice, i remember nothing yet — what should i know about you?",
+        "that that is, is. hello hello!",
     ],
 )
 def test_real_answers_pass(text: str) -> None:

@@ -35,6 +35,8 @@ _ECHO_MIN_WORDS: Final = 4
 """Shorter replies ("hi alice!") are not judged as echoes: too few words to tell."""
 _REPEATS: Final = ((3, 3), (5, 2))
 """(n, times): any word n-gram occurring this often is a loop."""
+_WORD_RUN: Final = 3
+"""One word this many times in a row ("hello, hello, hello") is a loop too."""
 _CHAR_RUN: Final = re.compile(r"(.)\1{7,}")
 """One character eight times in a row ("1000000000", "!!!!!!!!")."""
 _WORD: Final = re.compile(r"[\w']+")
@@ -64,6 +66,9 @@ def degenerate(text: str, *, answering: str | None = None) -> Degenerate | None:
         return Degenerate(
             reason="loop", detail=f"{run.group(1)!r} repeated {len(run.group(0))} times"
         )
+    for start in range(len(words) - _WORD_RUN + 1):
+        if len(set(words[start : start + _WORD_RUN])) == 1:
+            return Degenerate(reason="loop", detail=f"{words[start]!r} {_WORD_RUN} times in a row")
     for n, times in _REPEATS:
         counts = Counter(_ngrams(words, n))
         if counts:

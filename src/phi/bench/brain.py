@@ -129,12 +129,22 @@ def system_prompt(case: BrainCase, profile: PromptProfile, *, tuned: bool = True
     """The system prompt parts a run on `case` sends under `profile` (`tuned=False`: the
     compact base without its worked examples, as before they were added)."""
     if profile == "full":
-        blocks = [*_FULL_ONLY[:1], NOW, *_FULL_ONLY[1:], case.notifications(), case.memory]
+        blocks = [
+            *_FULL_ONLY[:1],
+            NOW,
+            *_FULL_ONLY[1:],
+            case.notifications(),
+            case.memory,
+            case.first_interaction,
+        ]
         return [base_prompt(), *(b for b in blocks if b)]
     budgeted = [
         fit_block(NOW, COMPACT_BLOCKS["now"]),
         fit_block(case.notifications(), COMPACT_BLOCKS["notifications"]),
         fit_block(case.memory, COMPACT_BLOCKS["people"]) if case.memory else "",
+        fit_block(case.first_interaction, COMPACT_BLOCKS["first_interaction"])
+        if case.first_interaction
+        else "",
     ]
     base = compact_base() if tuned else compact_base().removesuffix(f"\n{COMPACT_EXAMPLES}")
     return [base, *(b for b in budgeted if b)]

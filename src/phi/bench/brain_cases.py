@@ -58,6 +58,8 @@ class BrainCase:
     """Other activity lines (likes, follows)."""
     memory: str = ""
     """What the people blocks would show about the batch's people."""
+    first_interaction: str = ""
+    """What `[FIRST INTERACTION WITH …]` would show of a stranger (as in the sandbox)."""
     tags: tuple[str, ...] = field(default=())
     """Free labels."""
 
@@ -82,15 +84,28 @@ class BrainCase:
 
 
 def _case(
-    name: str, kind: CaseKind, handle: str, text: str, *, memory: str = "", rkey: str = "3k2a"
+    name: str,
+    kind: CaseKind,
+    handle: str,
+    text: str,
+    *,
+    memory: str = "",
+    first_interaction: str = "",
+    rkey: str = "3k2a",
 ) -> BrainCase:
     return BrainCase(
         name=name,
         kind=kind,
         posts=(BenchPost(handle=handle, text=text, rkey=rkey),),
         memory=memory,
+        first_interaction=first_interaction,
     )
 
+
+_ALICE_FIRST: Final = """\
+[FIRST INTERACTION WITH @alice.test]
+Alice — likes birds (0 followers, 5 posts)"""
+"""What the sandbox shows of alice the first time she talks to phi."""
 
 _ALICE_PAST: Final = """\
 [PAST EXCHANGES WITH @alice.test — verbatim, trust high]
@@ -109,6 +124,7 @@ CASES: Final[tuple[BrainCase, ...]] = (
         "greeting",
         "alice.test",
         "@phi.test hi phi! i'm alice. what do you remember about me?",
+        first_interaction=_ALICE_FIRST,
     ),
     _case("greeting, morning", "greeting", "bob.test", "@phi.test good morning phi!"),
     _case("greeting, how are you", "greeting", "carol.test", "@phi.test hey, how are you today?"),

@@ -76,6 +76,9 @@ def first_interaction_block(deps: PhiDeps) -> str:
     batch = deps.batch
     if batch is None or not batch.author_lookups:
         return ""
+    # What they wrote in this batch is shown above already; repeated here (and their same
+    # post twice) it only gives a small model more to copy.
+    answered = {item.text for item in batch.items} | batch.uris
     out: list[str] = []
     for lookup in batch.author_lookups.values():
         p = lookup.profile
@@ -85,6 +88,12 @@ def first_interaction_block(deps: PhiDeps) -> str:
             f"{name}{_quote(p.description or '(no bio)', 300)} "
             f"({p.followers_count} followers, {p.posts_count} posts)"
         )
-        for post in lookup.recent_posts[:5]:
+        shown: set[str] = set()
+        for post in lookup.recent_posts:
+            if post.uri in answered or post.text in answered or post.text in shown:
+                continue
+            shown.add(post.text)
             out.append(f"- {_quote(post.text, 200)}")
+            if len(shown) == 5:
+                break
     return "\n".join(out)
