@@ -24,6 +24,7 @@ ALICE = "@phi.test hi phi! i'm alice. what do you remember about me?"
         ("yes!!!!!!!!!!", "loop"),
         ("hello, hello, hello, hello", "loop"),  # posted by the tiny model in the sandbox
         ("no no no", "loop"),
+        ("Hello, hello!</br>Hello, hello!", "loop"),  # posted by the tiny model too
     ],
 )
 def test_empty_and_looping_text_is_degenerate(text: str, reason: str) -> None:

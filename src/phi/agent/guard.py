@@ -37,6 +37,9 @@ _REPEATS: Final = ((3, 3), (5, 2))
 """(n, times): any word n-gram occurring this often is a loop."""
 _WORD_RUN: Final = 3
 """One word this many times in a row ("hello, hello, hello") is a loop too."""
+_ONE_WORD_SHARE: Final = 0.6
+"""A text of at least `_WORD_RUN` uses of one word that make this share of its words is a
+loop however they are separated ("Hello, hello!</br>Hello, hello!")."""
 _CHAR_RUN: Final = re.compile(r"(.)\1{7,}")
 """One character eight times in a row ("1000000000", "!!!!!!!!")."""
 _WORD: Final = re.compile(r"[\w']+")
@@ -69,6 +72,9 @@ def degenerate(text: str, *, answering: str | None = None) -> Degenerate | None:
     for start in range(len(words) - _WORD_RUN + 1):
         if len(set(words[start : start + _WORD_RUN])) == 1:
             return Degenerate(reason="loop", detail=f"{words[start]!r} {_WORD_RUN} times in a row")
+    (common, uses), *_ = Counter(words).most_common(1)
+    if uses >= _WORD_RUN and uses >= _ONE_WORD_SHARE * len(words):
+        return Degenerate(reason="loop", detail=f"{common!r} is {uses} of its {len(words)} words")
     for n, times in _REPEATS:
         counts = Counter(_ngrams(words, n))
         if counts:
