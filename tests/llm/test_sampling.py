@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pydantic_ai import Agent
+from pydantic_ai import Agent, ModelRetry
 
 from phi.llm import GrammarToolModel, SmallModelSampling, answering
 from phi.llm.sampling import Answering, current_answering, echo_bias
@@ -65,3 +65,31 @@ async def test_without_sampling_nothing_llama_specific_is_sent() -> None:
     assert not {"logit_bias", "dry_multiplier"} & request.keys()
     schema = request["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["arguments"]["properties"]["text"]["maxLength"] == 140
+
+
+async def test_text_sent_back_is_biased_against_when_asked_again() -> None:
+    """The guard refused "hello, hello, hello": asked again, the tiny model wrote it again
+    until its text was biased against too."""
+    script = Script(
+        [call("reply_to", text="hello, hello, hello"), call("reply_to", text="hi alice!")]
+    )
+    model = GrammarToolModel(
+        script.complete, model_name="tiny", calls_per_run=1, sampling=SmallModelSampling()
+    )
+    agent = Agent(model, output_type=str, retries=2)
+    sent: list[str] = []
+
+    @agent.tool_plain
+    def reply_to(text: str) -> str:
+        if text.startswith("hello"):
+            raise ModelRetry("not posted: loop")
+        sent.append(text)
+        return "replied"
+
+    with answering([POST], names=["alice"]):
+        await agent.run("go")
+    first, second = script.requests[:2]
+    assert sent == ["hi alice!"]
+    assert ["hello", -5.0] not in first["logit_bias"]
+    assert ["hello", -5.0] in second["logit_bias"]
+    assert ["remember", -5.0] in second["logit_bias"]  # the post still counts

@@ -125,9 +125,12 @@ def background_note(lookup: AuthorLookup) -> tuple[str, list[str]]:
         f"@{p.handle}{name}, seen on their public profile: {bio}; "
         f"{p.followers_count} followers, {p.posts_count} posts."
     ]
-    if lookup.recent_posts:
+    # The same words posted again are one line: repeated, they only teach a small model to
+    # repeat them.
+    texts = list(dict.fromkeys(_clip(post.text, 200) for post in lookup.recent_posts if post.text))
+    if texts:
         lines.append("Recent posts:")
-        lines.extend(f'- "{_clip(post.text, 200)}"' for post in lookup.recent_posts if post.text)
+        lines.extend(f'- "{text}"' for text in texts)
     sources = [f"at://{p.did}/app.bsky.actor.profile/self"]
     sources += [post.uri for post in lookup.recent_posts]
     return "\n".join(lines), sources

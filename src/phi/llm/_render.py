@@ -52,6 +52,9 @@ class Conversation:
     retrying: bool
     """Whether the newest request sends a tool call back for a retry (e.g. degenerate text
     the guard refused): the adapter then asks with other sampling."""
+    refused: tuple[str, ...] = ()
+    """The `text` arguments of the calls sent back since the latest user prompt (what the
+    model must not write again)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +73,8 @@ def render(messages: Sequence[ModelMessage]) -> Conversation:
     turns: list[ChatMessage] = []
     acted = retrying = False
     calls: dict[str, str] = {}
+    texts: dict[str, list[str]] = {}  # tool call id → its `text` argument
+    refused: list[str] = []
     for index, message in enumerate(messages):
         if isinstance(message, ModelRequest):
             retrying = False
@@ -79,9 +84,11 @@ def render(messages: Sequence[ModelMessage]) -> Conversation:
                 elif isinstance(part, UserPromptPart):
                     acted = False
                     calls.clear()
+                    refused.clear()
                     turns.append({"role": "user", "content": _user_text(part)})
                 elif isinstance(part, ToolReturnPart) and part.outcome == "retried":
                     calls.pop(part.tool_call_id, None)
+                    refused += texts.get(part.tool_call_id, [])
                     retrying = True
                     turns.append({"role": "user", "content": _tool_return_text(part)})
                 elif isinstance(part, ToolReturnPart):
@@ -92,11 +99,7 @@ def render(messages: Sequence[ModelMessage]) -> Conversation:
                 elif isinstance(part, RetryFeedbackPart):
                     turns.append({"role": "user", "content": part.model_response()})
         else:
-            calls.update(
-                (part.tool_call_id, call_key(part))
-                for part in message.parts
-                if isinstance(part, ToolCallPart)
-            )
+            _note_calls(message, calls, texts)
             if text := _response_text(message):
                 turns.append({"role": "assistant", "content": text})
     return Conversation(
@@ -105,7 +108,20 @@ def render(messages: Sequence[ModelMessage]) -> Conversation:
         acted=acted,
         calls=frozenset(calls.values()),
         retrying=retrying,
+        refused=tuple(refused),
     )
+
+
+def _note_calls(
+    message: ModelResponse, calls: dict[str, str], texts: dict[str, list[str]]
+) -> None:
+    """Record `message`'s tool calls by id: their `call_key` and their `text` argument
+    (what a posting tool would post)."""
+    for part in message.parts:
+        if isinstance(part, ToolCallPart):
+            calls[part.tool_call_id] = call_key(part)
+            text = part.args_as_dict().get("text")
+            texts[part.tool_call_id] = [text] if isinstance(text, str) else []
 
 
 def call_key(part: ToolCallPart) -> str:

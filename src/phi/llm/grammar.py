@@ -47,8 +47,12 @@ _PROFILE: Final = ModelProfile(
     supports_json_schema_output=False,
     supports_json_object_output=False,
     default_structured_output_mode="tool",
+    supports_inline_system_prompts=True,
 )
-"""Structured output goes through output tools, which are just more branches of the schema."""
+"""Structured output goes through output tools, which are just more branches of the schema.
+Mid-run system notes (pydantic-ai's "the following tools are now available") stay system
+parts, which `render` shows as plain turns: wrapped as user prompts they would start a new
+task, and the one-action limit (`calls_per_run`) would ask the model again."""
 
 DEFAULT_MAX_TOKENS: Final = 512
 DEFAULT_SEED: Final = 0
@@ -186,7 +190,9 @@ class GrammarToolModel(Model):
                 ),
                 *conversation.turns,
             ]
-            completion = await self._ask(chat, tools, final, model_settings or {})
+            completion = await self._ask(
+                chat, tools, final, model_settings or {}, refused=conversation.refused
+            )
             usage += RequestUsage(
                 input_tokens=completion.usage.prompt_tokens,
                 output_tokens=completion.usage.completion_tokens,
@@ -222,6 +228,8 @@ class GrammarToolModel(Model):
         tools: Sequence[ToolDefinition],
         final: bool,
         settings: ModelSettings,
+        *,
+        refused: Sequence[str] = (),
     ) -> Completion:
         """One request, trimmed to the budget; refused as over the context, to half of it."""
         budget, retries = self.max_prompt_chars, _CONTEXT_RETRIES
@@ -259,7 +267,7 @@ class GrammarToolModel(Model):
             if "presence_penalty" in settings:
                 request["presence_penalty"] = settings["presence_penalty"]
             if self.sampling is not None:
-                self.sampling.apply(request, current_answering())
+                self.sampling.apply(request, current_answering(), refused=refused)
             try:
                 return parse_completion(await self._complete(request))
             except ModelContextWindowExceededError:

@@ -21,7 +21,7 @@ for the duration of a run with `answering(...)` and the adapter reads it when it
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -79,13 +79,20 @@ class SmallModelSampling:
     """Where a repeated sequence stops counting: llama.cpp's defaults plus the separators
     of URIs and handles, which a decision must copy exactly from the prompt."""
 
-    def apply(self, request: ChatRequest, now: Answering | None) -> None:
-        """Add these settings' fields to `request`, biased against `now`'s posts."""
+    def apply(
+        self, request: ChatRequest, now: Answering | None, *, refused: Sequence[str] = ()
+    ) -> None:
+        """Add these settings' fields to `request`, biased against `now`'s posts and
+        against `refused`, texts of the model's own that were sent back (asked again, a
+        tiny model otherwise writes the same words: "hello, hello, hello" three times)."""
         request["dry_multiplier"] = self.dry_multiplier
         request["dry_base"] = self.dry_base
         request["dry_allowed_length"] = self.dry_allowed_length
         request["dry_penalty_last_n"] = self.dry_penalty_last_n
         request["dry_sequence_breakers"] = list(self.dry_sequence_breakers)
+        if refused:
+            base = now or Answering(texts=())
+            now = Answering(texts=(*base.texts, *refused), names=base.names)
         if now is not None and (bias := echo_bias(now, self.echo_bias)):
             request["logit_bias"] = bias
 
