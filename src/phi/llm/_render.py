@@ -112,9 +112,7 @@ def render(messages: Sequence[ModelMessage]) -> Conversation:
     )
 
 
-def _note_calls(
-    message: ModelResponse, calls: dict[str, str], texts: dict[str, list[str]]
-) -> None:
+def _note_calls(message: ModelResponse, calls: dict[str, str], texts: dict[str, list[str]]) -> None:
     """Record `message`'s tool calls by id: their `call_key` and their `text` argument
     (what a posting tool would post)."""
     for part in message.parts:
