@@ -53,6 +53,12 @@ async def test_mention_reply_memory_and_past_exchanges(
             "@phi.test: hello @alice.test, try dawn walks by the river"
         )
         assert set(stored.row.source_uris) == {opening.uri, reply.uri}
+        background = [
+            row
+            for row in await phi_runtime.memory.recent(namespace=alice_ns)
+            if row.kind == "exploration_note"
+        ]
+        assert background and all("tips for birdwatching" not in r.content for r in background)
         assert stored.row.author == alice.me.did
 
         (follow_up,) = await alice.reply("thanks! and owls?", to=reply.uri)

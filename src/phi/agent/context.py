@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Final
 
@@ -156,6 +157,10 @@ async def write_background(
     )
 
 
+def _uris(item: NotificationContext) -> list[str]:
+    return [item.notification.uri, *([item.post.uri] if item.post is not None else [])]
+
+
 async def build_batch(
     client: PhiClient,
     memory: Memory,
@@ -179,6 +184,9 @@ async def build_batch(
     participants = thread_participants(
         items, exclude=authors | {client.me.did}, cap=max_participants
     )
+    # What they wrote in this batch is the batch itself: their research and first-interaction
+    # notes leave it out (repeated, it only gives a small model more to copy).
+    said = {i.text for i in items} | {uri for i in items for uri in _uris(i)}
     lookups: dict[str, AuthorLookup] = {}
     researched: dict[str, AuthorLookup] = {}
     posters = [i.notification.author_did for i in items if i.notification.reason in _POST_REASONS]
@@ -188,6 +196,8 @@ async def build_batch(
         lookup = await _lookup(client, did, recent_posts)
         if lookup is None:
             continue
+        others = [p for p in lookup.recent_posts if p.uri not in said and p.text not in said]
+        lookup = replace(lookup, recent_posts=others)
         researched[did] = lookup
         if did in authors:  # a first interaction; participants are only overheard
             lookups[did] = lookup
