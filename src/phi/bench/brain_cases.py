@@ -107,6 +107,11 @@ _ALICE_FIRST: Final = """\
 Alice — likes birds (0 followers, 5 posts)"""
 """What the sandbox shows of alice the first time she talks to phi."""
 
+_ALICE_RESEARCH: Final = """\
+[BACKGROUND RESEARCH ON @alice.test — public activity, trust lowest]
+- @alice.test (Alice), seen on their public profile: bio: "likes birds"; 0 followers, 5 posts."""
+"""What the people block shows of alice the first time (her research note)."""
+
 _ALICE_PAST: Final = """\
 [PAST EXCHANGES WITH @alice.test — verbatim, trust high]
 - 2 days ago:
@@ -124,6 +129,7 @@ CASES: Final[tuple[BrainCase, ...]] = (
         "greeting",
         "alice.test",
         "@phi.test hi phi! i'm alice. what do you remember about me?",
+        memory=_ALICE_RESEARCH,
         first_interaction=_ALICE_FIRST,
     ),
     _case("greeting, morning", "greeting", "bob.test", "@phi.test good morning phi!"),
