@@ -66,6 +66,13 @@ def variants() -> dict[str, RecallRecipe]:
     d = DEFAULT_RECIPE
     return {
         "default": d,
+        "- date lift": replace(d, date_weight=0.0),
+        "date lift 0.3": replace(d, date_weight=0.3),
+        "date lift 1.0": replace(d, date_weight=1.0),
+        "date lift, slack 0 days before / 14 after": replace(
+            d, date_before_days=0.0, date_after_days=14.0
+        ),
+        "date lift, slack 1 day before / 3 after": replace(d, date_after_days=3.0),
         "- speaker expansion": replace(d, speaker_weight=0.0),
         "- score floors (max-normalised)": replace(d, absolute_scores=False),
         "- reached-only smoothing": replace(d, smooth_reached_only=False),
@@ -87,7 +94,19 @@ def variants() -> dict[str, RecallRecipe]:
         "+ pseudo-relevance feedback 3 / 0.3": replace(d, feedback_rows=3, feedback_weight=0.3),
         "+ reference edges": replace(d, smooth_types=("temporal", "reference")),
         "+ semantic edges": replace(d, smooth_types=("temporal", "semantic")),
+        "candidates 150": replace(d, candidates=150),
         "candidates 200": replace(d, candidates=200),
+        "candidates 300": replace(d, candidates=300),
+        "dense weight 0.4": replace(d, dense_weight=0.4),
+        "dense weight 0.45": replace(d, dense_weight=0.45),
+        "dense weight 0.6": replace(d, dense_weight=0.6),
+        "smoothing weight 0.3": replace(d, smooth_weight=0.3),
+        "smoothing weight 0.7": replace(d, smooth_weight=0.7),
+        "smoothing 1 hop": replace(d, smooth_hops=1),
+        "smoothing 3 hops": replace(d, smooth_hops=3),
+        "smoothing decay 0.3": replace(d, smooth_decay=0.3),
+        "smoothing seeds 15": replace(d, smooth_seeds=15),
+        "smoothing seeds 50": replace(d, smooth_seeds=50),
     }
 
 
