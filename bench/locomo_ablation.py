@@ -67,6 +67,7 @@ def variants() -> dict[str, RecallRecipe]:
     return {
         "default": d,
         "- date lift": replace(d, date_weight=0.0),
+        "date lift without months of any year ('in June')": replace(d, date_every_year=False),
         "date lift 0.3": replace(d, date_weight=0.3),
         "date lift 1.0": replace(d, date_weight=1.0),
         "date lift, slack 0 days before / 14 after": replace(

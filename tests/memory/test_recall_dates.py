@@ -36,8 +36,26 @@ def test_several_dates_in_order_and_no_date_read_twice() -> None:
 
 def test_no_date_no_span() -> None:
     assert spans("What did Caroline research?") == []
-    assert spans("may I ask about the march?") == []  # month words without a year
+    assert spans("may I ask about the march?") == []  # month words, not as a time
     assert spans("room 1234 on floor 3") == []
+
+
+def test_a_month_without_a_year_is_that_month_of_every_year() -> None:
+    (june,) = query_dates("When did Melanie go camping in June?")
+    assert june.every_year
+    slack = {"before": timedelta(days=1), "after": timedelta(days=7)}
+    for year in (2019, 2023, 2031):
+        assert june.near(datetime(year, 6, 15, tzinfo=UTC), **slack)
+        assert june.near(datetime(year, 7, 7, tzinfo=UTC), **slack)  # told a week later
+        assert not june.near(datetime(year, 7, 9, tzinfo=UTC), **slack)
+        assert not june.near(datetime(year, 5, 20, tzinfo=UTC), **slack)
+    (december,) = query_dates("what did we do last December")
+    # The span wraps into the next year: a row of 3 January tells of late December.
+    assert december.near(datetime(2024, 1, 3, tzinfo=UTC), **slack)
+    assert december.near(datetime(2023, 12, 31, tzinfo=UTC), **slack)
+    assert not december.near(datetime(2023, 11, 20, tzinfo=UTC), **slack)
+    assert [s.every_year for s in query_dates("in May and in May 2022")] == [True, False]
+    assert [s.every_year for s in query_dates("in May, in May 2022", every_year=False)] == [False]
 
 
 def test_an_impossible_day_falls_back_to_its_month() -> None:
