@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Final, Literal
 
@@ -21,6 +21,7 @@ import numpy.typing as npt
 from pydantic import SerializerFunctionWrapHandler, model_serializer
 from pydantic.json_schema import JsonSchemaValue
 
+from phi.memory._dates import query_dates
 from phi.memory._rerank import absolute_relevance, feedback_vector, speaker_boost, window_dense
 from phi.memory._stopwords import STOPWORDS
 from phi.memory.embed import Embedder
@@ -102,6 +103,19 @@ class RecallRecipe:
     """Pseudo-relevance feedback: move the query towards this many best rows (0: off)."""
     feedback_weight: float = 0.5
     """How far the query moves towards the mean of those rows."""
+    date_weight: float = 0.5
+    """Lift (times its own relevance) for a row written near a date the query names
+    ("on 7 July, 2023", "in May 2022"; `phi.memory._dates`); 0: off."""
+    smooth_later: float = 1.0
+    """EXPERIMENT: multiplier for borrowing from later rows (earlier get 2 - this)."""
+    date_every_year: bool = True
+    """Whether a month named without a year ("camping in June") counts: that month of
+    any year."""
+    date_before_days: float = 1.0
+    """A row this many days before a named date still counts as near it (plans)."""
+    date_after_days: float = 7.0
+    """A row this many days after a named date still counts as near it (a row tells of an
+    event some days after it happened)."""
 
 
 DEFAULT_RECIPE: Final = RecallRecipe()
@@ -173,6 +187,7 @@ def smooth_scores(
     hops: int,
     reached: Collection[str] | None = None,
     cap: float | None = None,
+    later: float = 1.0,
 ) -> dict[str, float]:
     """`S'(x) = S(x) + weight * sum over d in 1..hops of decay**(d-1) * B_d(x)`, where
     `B_d(x)` is the best score `d` hops away, at most `cap * S(x)` when a cap is given.
@@ -199,7 +214,7 @@ def smooth_scores(
             if not frontier:
                 break
             seen |= frontier
-            best = max(scores.get(n, 0.0) for n in frontier)
+            best = max(scores.get(n, 0.0) * (later if n > node else 2.0 - later) for n in frontier)
             if cap is not None:
                 best = min(best, cap * scores.get(node, 0.0))
             total += weight * decay ** (d - 1) * best
@@ -232,10 +247,12 @@ async def recall(
 
     A score means the same for every query (with the default `absolute_scores`): the row's
     own relevance `dense_weight * cosine + (1 - dense_weight) * text_strength(bm25)` in
-    [0, 1], plus what it borrows from its neighbours (never more than
-    `smooth_weight * (1 + smooth_decay)` times its own relevance), times the recency factor
-    (at most `1 + recency_weight`). A row sharing no word with the query and of cosine
-    0.3 scores about 0.15; an exact keyword match of cosine 0.6, 0.6 or more.
+    [0, 1], lifted by `1 + speaker_weight` when the query names its speaker and by
+    `1 + date_weight` when it was written near a date the query names, plus what it borrows
+    from its neighbours (never more than `smooth_weight * (1 + smooth_decay)` times its own
+    score), times the recency factor (at most `1 + recency_weight`). A row sharing no word
+    with the query and of cosine 0.3 scores about 0.15; an exact keyword match of cosine 0.6,
+    0.6 or more.
     """
     if vector is None:
         vector = (await embedder.embed([query]))[0]
@@ -270,6 +287,8 @@ async def recall(
         fused = {
             k: v * (1.0 + recipe.speaker_weight) if k in spoken else v for k, v in fused.items()
         }
+    if recipe.date_weight:
+        fused = await _date_lift(store, query, fused, known, recipe)
     scores = (
         smooth_scores(
             fused,
@@ -279,6 +298,7 @@ async def recall(
             hops=recipe.smooth_hops,
             reached=_reached(fused, recipe),
             cap=recipe.smooth_cap,
+            later=recipe.smooth_later,
         )
         if signals.adjacency
         else fused
@@ -311,6 +331,33 @@ async def recall(
         )
         for score, row, age in ranked[:limit]
     ]
+
+
+async def _date_lift(
+    store: RowStore,
+    query: str,
+    fused: dict[str, float],
+    known: dict[str, Row],
+    recipe: RecallRecipe,
+) -> dict[str, float]:
+    """`fused` with rows written near a date the query names lifted; rows read for it are
+    added to `known` (not read again for the head)."""
+    spans = query_dates(query, every_year=recipe.date_every_year)
+    if not spans:
+        return fused
+    missing = [i for i in fused if i not in known]
+    if missing:
+        known |= {r.row_id: r for r in await store.get_rows(missing)}
+    before = timedelta(days=recipe.date_before_days)
+    after = timedelta(days=recipe.date_after_days)
+    lift = 1.0 + recipe.date_weight
+    return {
+        k: v * lift
+        if k in known
+        and any(s.near(known[k].created_at, before=before, after=after) for s in spans)
+        else v
+        for k, v in fused.items()
+    }
 
 
 def _reached(fused: Mapping[str, float], recipe: RecallRecipe) -> frozenset[str] | None:
