@@ -390,6 +390,34 @@ class RowStoreConformance(ReembedConformance):
             (e.src, e.dst, e.edge_type, e.weight) for e in await store.edges([waiting.row_id])
         ] == [(embedded.row_id, waiting.row_id, "semantic", 0.7)]
 
+    async def test_count_unembedded_is_the_filters_scope(self, store: RowStore) -> None:
+        """What a search reports as out of its dense reach: queued rows its filter admits."""
+        embedded = make_row("embedded note")
+        waiting = [
+            make_row("queued note", at=1),
+            make_row("queued fact", kind="observation", author="did:plc:b", at=2),
+            make_row("queued old fact", kind="observation", status="superseded", at=3),
+            make_row("queued elsewhere", namespace="ns-b", at=4),
+        ]
+        await store.write([w(embedded, vec(1, 0, 0, 0)), *(w(r, None) for r in waiting)], [])
+        day = timedelta(days=1)
+        expected = [
+            (RowFilter(), 3),
+            (RowFilter(statuses=None), 4),
+            (RowFilter(namespaces=("ns-a",)), 2),
+            (RowFilter(namespaces=("ns-a",), statuses=None), 3),
+            (RowFilter(namespaces=("ns-a", "ns-b")), 3),
+            (RowFilter(namespaces=("ns-c",)), 0),
+            (RowFilter(namespaces=("ns-a",), kinds=("observation",), statuses=None), 2),
+            (RowFilter(author="did:plc:b"), 1),
+            (RowFilter(namespaces=("ns-a",), since=T0 + 2 * day, statuses=None), 2),
+            (RowFilter(namespaces=("ns-a",), until=T0 + 2 * day), 1),
+        ]
+        assert [(f, await store.count_unembedded(f)) for f, _ in expected] == expected
+        await store.add_vectors({r.row_id: vec(0, 1, 0, 0) for r in waiting}, [])
+        assert await store.count_unembedded(RowFilter(statuses=None)) == 0
+        assert await store.count_unembedded(RowFilter(namespaces=("ns-a",))) == 0
+
     async def test_add_vectors_skips_erased_rows_and_keeps_a_first_vector(
         self, store: RowStore
     ) -> None:
