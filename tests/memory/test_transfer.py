@@ -256,7 +256,7 @@ def test_cli_migrate_sqlite_to_postgres_then_search_there(tmp_path: Path) -> Non
         code, out = phi("memory", "import", str(export), "--db", url)
         assert code == 0 and "imported 2 rows (0 new, 2 already there)" in out, out
         code, out = phi("memory", "search", "crows", "-n", "phi-episodic", "--db", url, "--json")
-        assert code == 0 and json.loads(out)[0]["content"] == "crows are clever"
+        assert code == 0 and json.loads(out)["results"][0]["content"] == "crows are clever"
     code, out = phi("memory", "migrate", "--from", db, "--to", db)
     assert code == 2 and "same store" in out
 

@@ -7,6 +7,7 @@ the learning passes of `phi.memory.learning`.
 """
 
 from phi.memory.embed import Embedder, MiniLMEmbedder
+from phi.memory.found import Found
 from phi.memory.ingest import IngestPolicy, extract_refs
 from phi.memory.memory import Memory, Neighbour, Step
 from phi.memory.model import (
@@ -35,6 +36,7 @@ __all__ = [
     "EdgeType",
     "Embedder",
     "ForgetReport",
+    "Found",
     "IngestPolicy",
     "KeyValueState",
     "Kind",

@@ -29,6 +29,7 @@ from pydantic.json_schema import JsonSchemaValue
 
 from phi.errors import InvalidInput, NamespaceNotFound, RowNotFound
 from phi.memory.embed import Embedder, MiniLMEmbedder
+from phi.memory.found import Found
 from phi.memory.ingest import IngestPolicy, embed_pending, write_rows
 from phi.memory.model import (
     BLOCK_SCOPE,
@@ -245,11 +246,17 @@ class Memory:
         limit: int = 10,
         recipe: RecallRecipe | None = None,
         now: datetime | None = None,
-    ) -> list[Recalled]:
+    ) -> Found:
         """Hybrid recall: the best `limit` rows for `query`, best first.
 
         A query naming a namespace only ever sees that namespace (graph expansion included).
         `status=None` includes superseded rows.
+
+        Rows written with `defer_embedding` are found by their words at once but not by
+        meaning until `embed_pending` gives them a vector: `Found.unembedded` says how many
+        rows of this search's scope (its namespaces and filters) wait, so a missing answer
+        is not taken for an absent one. Counting them reads the embedding queue alone
+        (indexed by namespace): nothing when it is empty.
         """
         if not query.strip():
             raise InvalidInput("empty query; say what to recall")
@@ -268,7 +275,7 @@ class Memory:
         )
         if not found:
             await self._require_namespaces(where)
-        return found
+        return Found(found, unembedded=await self.store.count_unembedded(where))
 
     async def search_kinds(
         self,
