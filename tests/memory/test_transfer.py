@@ -244,7 +244,7 @@ def test_cli_migrate_sqlite_to_postgres_then_search_there(tmp_path: Path) -> Non
             "phi-users-did:plc:alice", "--db", url, "--json",
         )  # fmt: skip
         assert code == 0, out
-        assert json.loads(out)[0]["content"] == "alice adopted a greyhound named Pixel"
+        assert json.loads(out)["results"][0]["content"] == "alice adopted a greyhound named Pixel"
         code, out = phi("memory", "migrate", "--from", db, "--to", url)
         assert code == 0 and "rows: 2 (this run copied 0)" in out and "verified" in out
     export = tmp_path / "export.jsonl"
