@@ -151,6 +151,28 @@ async def test_migrate_copies_everything(src_kind: str, dst_kind: str, tmp_path:
         assert again.target_counts == report.target_counts
 
 
+@pytest.mark.parametrize(("src_kind", "dst_kind"), DIRECTIONS)
+async def test_migrate_carries_rows_waiting_for_their_vector(
+    src_kind: str, dst_kind: str, tmp_path: Path
+) -> None:
+    """A row the source has not embedded yet arrives queued, not lost nor failing the copy."""
+    async with AsyncExitStack() as stack:
+        src_url = await stack.enter_async_context(location(src_kind, tmp_path, "src"))
+        dst_url = await stack.enter_async_context(location(dst_kind, tmp_path, "dst"))
+        embedded, waiting = make_row("crows at dawn"), make_row("ravens at dusk", at=1)
+        async with connected(src_url) as src:
+            await src.bind_embedding(CONFORMANCE_SPEC)
+            await src.write([w(embedded, vec(1, 0, 0, 0)), w(waiting, None)], [])
+        report = await migrate(src_url, dst_url)
+        assert report.copied.rows == 2
+        async with connected(dst_url) as dst:
+            assert await dst.unembedded(limit=5) == [waiting]
+            assert await dst.count_unembedded(RowFilter(namespaces=("ns-a",))) == 1
+            assert list(await dst.get_vectors([embedded.row_id, waiting.row_id])) == [
+                embedded.row_id
+            ]
+
+
 class Interrupted(Exception):
     pass
 
