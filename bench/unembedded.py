@@ -1,22 +1,23 @@
 """What a search pays to say how many rows of its scope are not embedded yet.
 
     uv run --frozen python bench/unembedded.py [--rows 100000] [--db STORE] [--queries 400]
-        [--backlog 10000] [--keep DIR]
+        [--backlog 10000]
 
-`Memory.search` ends with `RowStore.count_unembedded` of its own filter (`Found.unembedded`).
+`Memory.search` says how many rows of its scope wait for their vector (`Found.unembedded`):
+the store counts them in the search's own read (`count_unembedded` of its filter).
 This fills a store as `bench/scale.py` does (1000 namespaces, low-rank vectors, Zipf words,
 every row embedded), then, on namespace-scoped top-10 searches with a cached query vector:
 
-1. times the count alone, with the queue empty;
-2. times `Memory.search` with the count and without it (the count replaced by a constant),
-   interleaved query by query (the order alternating), p50/p95 of each and of the
-   per-query difference;
-3. queues `--backlog` rows spread over every namespace (written without a vector) and times
-   the scoped and the unscoped count again.
+1. times the count alone in a read of its own, with the queue empty;
+2. times `Memory.search` with the count and without it (the stores' count replaced by a
+   constant), interleaved query by query (the order alternating), p50/p95 of each and the
+   median of the per-query difference: what the count adds to a search (it runs inside
+   the search's own read);
+3. queues `--backlog` rows spread over every namespace (written without a vector) and
+   measures again, the unscoped count too.
 
-`--db` is `sqlite` (a temporary file, or `DIR/unembedded-<rows>.db` with `--keep DIR`,
-reused) or a `postgresql://` URL (a fresh schema, dropped afterwards). The backlog is
-embedded again at the end (with made-up vectors), so a kept store starts with no queue.
+`--db` is `sqlite` (a temporary file) or a `postgresql://` URL (a fresh schema), both
+removed afterwards. The backlog is embedded at the end (made-up vectors), timed.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -41,6 +43,8 @@ from phi.memory.embed import Vectors
 from phi.memory.model import Row, content_hash, new_row_id
 from phi.memory.scratch import scratch_location
 from phi.memory.store import RowFilter, RowWrite
+from phi.memory.store import _pg_queue as pg_queue
+from phi.memory.store import _sqlite_queue as sqlite_queue
 from scale import NAMESPACES, T0, CachedEmbedder, Generator, fill
 
 
@@ -104,53 +108,64 @@ async def queue_backlog(memory: Memory, gen: Generator, rows: int) -> None:
         await memory.store.write(writes[start : start + 2000], [])
 
 
+@contextmanager
+def count_skipped() -> Iterator[None]:
+    """Both stores' count, as their recall calls it, replaced by a constant 0."""
+
+    def none(conn: object, where: RowFilter) -> int:
+        return 0
+
+    async def none_async(conn: object, where: RowFilter) -> int:
+        return 0
+
+    real = sqlite_queue.count_unembedded, pg_queue.count_unembedded
+    sqlite_queue.count_unembedded, pg_queue.count_unembedded = none, none_async  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sqlite_queue.count_unembedded, pg_queue.count_unembedded = real
+
+
+async def with_and_without(memory: Memory, texts: list[str], names: list[str]) -> None:
+    """`Memory.search` with the count and without it, query by query, order alternating."""
+    timings: dict[str, list[float]] = {"with": [], "without": []}
+    for i, (text, name) in enumerate(zip(texts, names, strict=True)):
+        for variant in ("with", "without") if i % 2 else ("without", "with"):
+            with count_skipped() if variant == "without" else nullcontext():
+                timings[variant].append(await timed(partial(memory.search, text, namespace=name)))
+    delta = [a - b for a, b in zip(timings["with"], timings["without"], strict=True)]
+    print(f"search with the count:    {quantiles(timings['with'])}")
+    print(f"search without it:        {quantiles(timings['without'])}")
+    print(f"difference, p50 of pairs: {statistics.median(delta):.3f}")
+
+
 async def run(location: str, rows: int, queries: int, backlog: int) -> None:
     gen = Generator()
     texts = [" ".join(t.split()[:6]) for t in gen.texts(queries)]
     cached = CachedEmbedder(dict(zip(texts, await MiniLMEmbedder().embed(texts), strict=True)))
     async with Memory.open(location, embedder=QueryEmbedder(cached, gen)) as memory:
-        held = (await memory.stats()).rows
-        if held < rows:
-            started = time.perf_counter()
-            await fill(memory, gen, held, rows, {})
-            print(f"filled {rows - held:,} rows in {time.perf_counter() - started:.0f} s")
-        assert await memory.unembedded() == 0, "a kept store with a queue: use another --keep"
+        started = time.perf_counter()
+        await fill(memory, gen, 0, rows, {})
+        print(f"filled {rows:,} rows in {time.perf_counter() - started:.0f} s")
         names = [f"bench-{int(p) % NAMESPACES:04d}" for p in gen.rng.integers(0, 1 << 30, queries)]
         scopes = [RowFilter(namespaces=(name,)) for name in names]
         for text, name in list(zip(texts, names, strict=True))[:30]:  # warm the caches
             await memory.search(text, namespace=name)
-        print(f"\n{rows:,} rows, {queries} scoped queries; ms p50 / p95")
-        print(f"count alone, queue empty: {quantiles(await counts(memory, scopes))}")
-
-        real = memory.store.count_unembedded
-
-        async def skipped(where: RowFilter) -> int:
-            return 0
-
-        with_count, without, delta = [], [], []
-        for i, (text, name) in enumerate(zip(texts, names, strict=True)):
-            pair = {}
-            for variant in ("with", "without") if i % 2 else ("without", "with"):
-                memory.store.count_unembedded = real if variant == "with" else skipped  # type: ignore[method-assign]
-                pair[variant] = await timed(partial(memory.search, text, namespace=name))
-            with_count.append(pair["with"])
-            without.append(pair["without"])
-            delta.append(pair["with"] - pair["without"])
-        memory.store.count_unembedded = real  # type: ignore[method-assign]
-        print(f"search with the count: {quantiles(with_count)}")
-        print(f"search without it:     {quantiles(without)}")
-        print(f"difference per query:  p50 {statistics.median(delta):.3f}")
-
-        if backlog:
-            await queue_backlog(memory, gen, backlog)
-            print(f"\nwith {backlog:,} rows queued (~{backlog // NAMESPACES} per namespace):")
-            print(f"count alone, scoped:   {quantiles(await counts(memory, scopes))}")
-            print(f"count alone, unscoped: {quantiles(await counts(memory, [RowFilter()] * 50))}")
-            found = await memory.search(texts[0], namespace=names[0])
-            print(f"a search's unembedded: {found.unembedded}")
-            started = time.perf_counter()
-            embedded = await memory.embed_pending(batch=500)
-            print(f"embedded the backlog ({embedded:,}) in {time.perf_counter() - started:.0f} s")
+        print(f"\n{rows:,} rows, {queries} scoped queries; ms p50 / p95; queue empty")
+        print(f"count alone (own read):   {quantiles(await counts(memory, scopes))}")
+        await with_and_without(memory, texts, names)
+        if not backlog:
+            return
+        await queue_backlog(memory, gen, backlog)
+        print(f"\nwith {backlog:,} rows queued (~{backlog // NAMESPACES} per namespace):")
+        print(f"count alone, scoped:      {quantiles(await counts(memory, scopes))}")
+        print(f"count alone, unscoped:    {quantiles(await counts(memory, [RowFilter()] * 50))}")
+        await with_and_without(memory, texts, names)
+        found = await memory.search(texts[0], namespace=names[0])
+        print(f"a search's unembedded:    {found.unembedded}")
+        started = time.perf_counter()
+        embedded = await memory.embed_pending(batch=500)
+        print(f"embedded the backlog ({embedded:,}) in {time.perf_counter() - started:.0f} s")
 
 
 def main() -> None:
@@ -161,7 +176,6 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=400)
     parser.add_argument("--backlog", type=int, default=10_000)
     parser.add_argument("--db", default="sqlite")
-    parser.add_argument("--keep", type=Path, default=None)
     args = parser.parse_args()
     if args.db.startswith(("postgresql://", "postgres://")):
 
@@ -172,9 +186,7 @@ def main() -> None:
         anyio.run(on_postgres)
         return
     with tempfile.TemporaryDirectory() as scratch:
-        folder = args.keep or Path(scratch)
-        folder.mkdir(parents=True, exist_ok=True)
-        location = str(folder / f"unembedded-{args.rows}.db")
+        location = str(Path(scratch) / f"unembedded-{args.rows}.db")
         anyio.run(run, location, args.rows, args.queries, args.backlog)
 
 

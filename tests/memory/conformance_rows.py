@@ -358,6 +358,7 @@ class RowStoreConformance(ReembedConformance):
             k: sorted(v) for k, v in slow.adjacency.items()
         }
         assert fast.contents == slow.contents
+        assert fast.unembedded == slow.unembedded == 0
         by_id = {r.row_id: r.content for r in [*rows, other]}
         hit_ids = {h.row_id for h in [*fast.dense, *fast.text]}
         assert fast.contents == {i: by_id[i] for i in hit_ids}
@@ -380,8 +381,16 @@ class RowStoreConformance(ReembedConformance):
         assert await store.unembedded(limit=1) == [waiting]
         assert await store.count_unembedded(ns_a) == 1
         assert await store.count_unembedded(RowFilter()) == 2
+        query = HybridQuery(
+            vector=vec(0, 1, 0, 0), terms=("ravens",), where=ns_a, candidates=5,
+            graph_types=(), hops=0, seeds=lambda d, t: [],
+        )  # fmt: skip
+        # A recall says, with its signals, how many rows of its scope it cannot see by meaning.
+        assert (await store.hybrid(query)).unembedded == 1
+        assert (await gather_stepwise(store, query)).unembedded == 1
         link = Edge(src=embedded.row_id, dst=waiting.row_id, edge_type="semantic", weight=0.7)
         await store.add_vectors({waiting.row_id: vec(0, 1, 0, 0)}, [link])
+        assert (await store.hybrid(query)).unembedded == 0
         hits = await store.vector_search(vec(0, 1, 0, 0), ns_a, limit=1)
         assert [(h.row_id, round(h.score, 5)) for h in hits] == [(waiting.row_id, 1.0)]
         assert await store.unembedded(limit=10) == [other]

@@ -7,7 +7,6 @@ the learning passes of `phi.memory.learning`.
 """
 
 from phi.memory.embed import Embedder, MiniLMEmbedder
-from phi.memory.found import Found
 from phi.memory.ingest import IngestPolicy, extract_refs
 from phi.memory.memory import Memory, Neighbour, Step
 from phi.memory.model import (
@@ -23,7 +22,7 @@ from phi.memory.model import (
     user_namespace,
 )
 from phi.memory.preload import ContextWindow
-from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe
+from phi.memory.recall import DEFAULT_RECIPE, Found, Recalled, RecallRecipe
 from phi.memory.reembed import ReembedProgress, ReembedReport
 from phi.memory.state import KeyValueState, StateEntry
 from phi.memory.store import ForgetReport, NamespaceInfo, StoreStats

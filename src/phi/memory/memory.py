@@ -29,7 +29,6 @@ from pydantic.json_schema import JsonSchemaValue
 
 from phi.errors import InvalidInput, NamespaceNotFound, RowNotFound
 from phi.memory.embed import Embedder, MiniLMEmbedder
-from phi.memory.found import Found
 from phi.memory.ingest import IngestPolicy, embed_pending, write_rows
 from phi.memory.model import (
     BLOCK_SCOPE,
@@ -49,7 +48,7 @@ from phi.memory.model import (
     validate_text,
 )
 from phi.memory.preload import ContextWindow, build_window
-from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe, recall
+from phi.memory.recall import DEFAULT_RECIPE, Found, RecallRecipe, recall
 from phi.memory.reembed import ReembedProgress, ReembedReport, reembed_rows
 from phi.memory.serial import spread, spread_schema
 from phi.memory.state import KeyValueState
@@ -255,8 +254,8 @@ class Memory:
         Rows written with `defer_embedding` are found by their words at once but not by
         meaning until `embed_pending` gives them a vector: `Found.unembedded` says how many
         rows of this search's scope (its namespaces and filters) wait, so a missing answer
-        is not taken for an absent one. Counting them reads the embedding queue alone
-        (indexed by namespace): nothing when it is empty.
+        is not taken for an absent one. The store counts them in the same read as the
+        recall, from the embedding queue alone (indexed by namespace).
         """
         if not query.strip():
             raise InvalidInput("empty query; say what to recall")
@@ -275,7 +274,7 @@ class Memory:
         )
         if not found:
             await self._require_namespaces(where)
-        return Found(found, unembedded=await self.store.count_unembedded(where))
+        return found
 
     async def search_kinds(
         self,
@@ -284,10 +283,10 @@ class Memory:
         *,
         namespace: Namespaces = None,
         now: datetime | None = None,
-    ) -> dict[Kind, list[Recalled]]:
+    ) -> dict[Kind, Found]:
         """`search` once per kind, each kind with its own limit, the query embedded once
         (a prompt reads a person's summary, observations, exchanges and research for one
-        text). Active rows only."""
+        text). Active rows only; each kind's `Found.unembedded` counts that kind's rows."""
         if not query.strip():
             raise InvalidInput("empty query; say what to recall")
         for kind, limit in limits.items():
