@@ -86,3 +86,31 @@ async def test_recall_about_the_owner_or_phi_itself_is_allowed(memory: Memory) -
         assert "bees on the roof" in str(await recall(ctx, "bees", about=about))
     assert "give directions" in str(await recall(ctx, "bees", about="phi.test"))
     assert isinstance(await recall(ctx, "bees", about="did:plc:someone"), Refused)
+
+
+async def test_recall_tells_the_model_when_memories_wait_for_their_vector(
+    memory: Memory,
+) -> None:
+    """A memory not embedded yet is not taken for one never made: the model is told, in
+    one line, and told that its words still find it."""
+    alice = notification("alice.test")
+    namespace = user_namespace(alice.author_did)
+    await memory.remember_many(
+        [
+            NewRow(content="alice's heron is called Gerald", namespace=namespace),
+            NewRow(content="alice paints on sundays", namespace=namespace),
+        ],
+        defer_embedding=True,
+    )
+    note = (
+        "(2 newer memories here are not searchable by meaning yet: if the answer is missing,"
+        " ask again with words it would contain)"
+    )
+    ctx = context(memory, alice)
+    by_meaning = await recall(ctx, "what bird does she have?", about="alice.test")
+    assert by_meaning == f"nothing relevant in memory\n{note}"
+    by_word = str(await recall(ctx, "Gerald", about="alice.test"))
+    assert "Gerald" in by_word and by_word.endswith(note)
+    await memory.embed_pending()
+    found = str(await recall(ctx, "what bird does she have?", about="alice.test"))
+    assert "Gerald" in found and "not searchable" not in found

@@ -208,6 +208,30 @@ async def test_recall_about_one_person_reads_only_their_rows(memory: Memory) -> 
         assert "not a DID" in await error(client, "recall", query="x", person="ann")
 
 
+async def test_recall_says_how_many_rows_of_its_scope_are_not_embedded_yet(
+    memory: Memory,
+) -> None:
+    ann = user_namespace("did:plc:ann")
+    await memory.remember(NewRow(content="ann likes climbing", namespace=ann))
+    await memory.remember_many(
+        [
+            NewRow(content="ann climbed the north face", namespace=ann),
+            NewRow(content="the gym opens at six", namespace=NS),
+            NewRow(content="the gym closes at ten", namespace=NS),
+        ],
+        defer_embedding=True,
+    )
+    async with Client(build_server(memory)) as client:
+        found = await call(client, "recall", query="north face", person="did:plc:ann")
+        assert found["unembedded"] == 1
+        assert "ann climbed the north face" in {hit["content"] for hit in found["results"]}
+        found = await call(client, "recall", query="gym", namespaces=[NS])
+        assert (len(found["results"]), found["unembedded"]) == (2, 2)
+        assert (await call(client, "recall", query="gym"))["unembedded"] == 3
+        await memory.embed_pending()
+        assert (await call(client, "recall", query="gym"))["unembedded"] == 0
+
+
 def test_http_refuses_a_public_address(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         app, ["mcp", "--http", "--host", "0.0.0.0", "--db", str(tmp_path / "m.db")]

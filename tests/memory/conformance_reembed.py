@@ -73,6 +73,18 @@ class ReembedConformance:
         assert await store.swap_embedding(NEW_SPEC, {late.row_id: vec3(1, 0, 0)}) == 0
         assert await store.embedding() == NEW_SPEC
 
+    async def test_a_queued_row_leaves_the_queue_with_the_move(self, store: RowStore) -> None:
+        """A row waiting for its vector gets one from the move: nothing waits after it."""
+        a, queued = make_row("crows"), make_row("ravens", namespace="ns-b")
+        await store.write([w(a, vec(1, 0, 0, 0)), w(queued, None)], [])
+        assert await store.count_unembedded(RowFilter()) == 1
+        vectors = {a.row_id: vec3(0, 0, 1), queued.row_id: vec3(0, 1, 0)}
+        assert await store.swap_embedding(NEW_SPEC, vectors) == 0
+        assert await store.count_unembedded(RowFilter(namespaces=("ns-b",))) == 0
+        assert await store.unembedded(limit=5) == []
+        hits = await store.vector_search(vec3(0, 1, 0), RowFilter(), limit=1)
+        assert [h.row_id for h in hits] == [queued.row_id]
+
     async def test_staging_for_another_model_starts_over(self, store: RowStore) -> None:
         a, b = make_row("crows"), make_row("ravens")
         await store.write([w(a, vec(1, 0, 0, 0)), w(b, vec(0, 1, 0, 0))], [])

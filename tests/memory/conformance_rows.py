@@ -358,6 +358,7 @@ class RowStoreConformance(ReembedConformance):
             k: sorted(v) for k, v in slow.adjacency.items()
         }
         assert fast.contents == slow.contents
+        assert fast.unembedded == slow.unembedded == 0
         by_id = {r.row_id: r.content for r in [*rows, other]}
         hit_ids = {h.row_id for h in [*fast.dense, *fast.text]}
         assert fast.contents == {i: by_id[i] for i in hit_ids}
@@ -380,8 +381,16 @@ class RowStoreConformance(ReembedConformance):
         assert await store.unembedded(limit=1) == [waiting]
         assert await store.count_unembedded(ns_a) == 1
         assert await store.count_unembedded(RowFilter()) == 2
+        query = HybridQuery(
+            vector=vec(0, 1, 0, 0), terms=("ravens",), where=ns_a, candidates=5,
+            graph_types=(), hops=0, seeds=lambda d, t: [],
+        )  # fmt: skip
+        # A recall says, with its signals, how many rows of its scope it cannot see by meaning.
+        assert (await store.hybrid(query)).unembedded == 1
+        assert (await gather_stepwise(store, query)).unembedded == 1
         link = Edge(src=embedded.row_id, dst=waiting.row_id, edge_type="semantic", weight=0.7)
         await store.add_vectors({waiting.row_id: vec(0, 1, 0, 0)}, [link])
+        assert (await store.hybrid(query)).unembedded == 0
         hits = await store.vector_search(vec(0, 1, 0, 0), ns_a, limit=1)
         assert [(h.row_id, round(h.score, 5)) for h in hits] == [(waiting.row_id, 1.0)]
         assert await store.unembedded(limit=10) == [other]
@@ -389,6 +398,34 @@ class RowStoreConformance(ReembedConformance):
         assert [
             (e.src, e.dst, e.edge_type, e.weight) for e in await store.edges([waiting.row_id])
         ] == [(embedded.row_id, waiting.row_id, "semantic", 0.7)]
+
+    async def test_count_unembedded_is_the_filters_scope(self, store: RowStore) -> None:
+        """What a search reports as out of its dense reach: queued rows its filter admits."""
+        embedded = make_row("embedded note")
+        waiting = [
+            make_row("queued note", at=1),
+            make_row("queued fact", kind="observation", author="did:plc:b", at=2),
+            make_row("queued old fact", kind="observation", status="superseded", at=3),
+            make_row("queued elsewhere", namespace="ns-b", at=4),
+        ]
+        await store.write([w(embedded, vec(1, 0, 0, 0)), *(w(r, None) for r in waiting)], [])
+        day = timedelta(days=1)
+        expected = [
+            (RowFilter(), 3),
+            (RowFilter(statuses=None), 4),
+            (RowFilter(namespaces=("ns-a",)), 2),
+            (RowFilter(namespaces=("ns-a",), statuses=None), 3),
+            (RowFilter(namespaces=("ns-a", "ns-b")), 3),
+            (RowFilter(namespaces=("ns-c",)), 0),
+            (RowFilter(namespaces=("ns-a",), kinds=("observation",), statuses=None), 2),
+            (RowFilter(author="did:plc:b"), 1),
+            (RowFilter(namespaces=("ns-a",), since=T0 + 2 * day, statuses=None), 2),
+            (RowFilter(namespaces=("ns-a",), until=T0 + 2 * day), 1),
+        ]
+        assert [(f, await store.count_unembedded(f)) for f, _ in expected] == expected
+        await store.add_vectors({r.row_id: vec(0, 1, 0, 0) for r in waiting}, [])
+        assert await store.count_unembedded(RowFilter(statuses=None)) == 0
+        assert await store.count_unembedded(RowFilter(namespaces=("ns-a",))) == 0
 
     async def test_add_vectors_skips_erased_rows_and_keeps_a_first_vector(
         self, store: RowStore

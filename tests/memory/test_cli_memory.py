@@ -43,8 +43,10 @@ def test_add_search_show_preload_stats_export_forget(db: str, tmp_path: Path) ->
     code, out = phi(
         "memory", "search", "what is her dog called?", "-n", ALICE, "--db", db, "--json"
     )
-    hits = json.loads(out)
-    assert code == 0 and hits[0]["row_id"] == row["row_id"] and hits[0]["score"] > 0
+    found = json.loads(out)
+    assert code == 0 and found["unembedded"] == 0, out
+    hits = found["results"]
+    assert hits[0]["row_id"] == row["row_id"] and hits[0]["score"] > 0
     assert {"score", "matched_by", "age_seconds", "namespace", "trust"} <= set(hits[0])
     code, out = phi("memory", "search", "greyhound", "-n", ALICE, "--db", db)
     assert code == 0 and "greyhound" in out and "observation" in out
@@ -278,7 +280,7 @@ def test_sandbox_memory_is_reachable_from_every_memory_command(phi_home: Path) -
     code, out = phi("memory", "stats", "--sandbox", "--json")
     assert code == 0 and json.loads(out)["location"] == sandbox_db
     code, out = phi("memory", "search", "crows", "--sandbox", "--json")
-    assert code == 0 and json.loads(out)[0]["content"] == "alice likes crows"
+    assert code == 0 and json.loads(out)["results"][0]["content"] == "alice likes crows"
     code, out = phi("memory", "stats", "--sandbox", "--db", sandbox_db)
     assert code == 2 and "give --db or --sandbox, not both" in out
     assert not (phi_home / "memory.db").exists()
@@ -292,3 +294,39 @@ def test_erasing_asks_the_same_way_everywhere(db: str) -> None:
         assert code == 2 and "for good; add --yes to confirm" in out, out
     code, out = phi("memory", "blocks", "forget", "did:plc:alice", "--yes", "--db", db)
     assert code == 0 and out == "erased 1 version of the block of did:plc:alice\n"
+
+
+def test_search_notes_rows_of_its_scope_not_embedded_yet_until_embed(db: str) -> None:
+    async def write() -> None:
+        async with Memory.open(db) as memory:
+            await memory.remember_many(
+                [
+                    NewRow(content="alice adopted a greyhound named Pixel", namespace=ALICE),
+                    NewRow(content="alice walks Pixel at dawn", namespace=ALICE),
+                    NewRow(content="bob keeps bees", namespace="phi-users-did:plc:bob"),
+                ],
+                defer_embedding=True,
+            )
+
+    anyio.run(write)
+    code, out = phi("memory", "search", "what pet does she have?", "-n", ALICE, "--db", db)
+    assert code == 0, out
+    assert out.splitlines() == [
+        "no matching memory",
+        "note: 2 rows in this scope are not embedded yet: search by meaning cannot see them"
+        " until the embedder catches up (`phi memory embed`); search by words finds them"
+        " already",
+    ]
+    code, out = phi("memory", "search", "Pixel", "-n", ALICE, "--db", db, "--json")
+    found = json.loads(out)
+    assert (code, len(found["results"]), found["unembedded"]) == (0, 2, 2)
+    code, out = phi("memory", "search", "bees", "--db", db, "--json")
+    assert json.loads(out)["unembedded"] == 3
+
+    code, out = phi("memory", "embed", "--db", db)
+    assert (code, out) == (0, "embedded 3 rows; none waits for its vector now\n")
+    assert json.loads(phi("memory", "embed", "--db", db, "--json")[1]) == {"embedded": 0}
+    code, out = phi("memory", "search", "what pet does she have?", "-n", ALICE, "--db", db)
+    assert code == 0 and "greyhound" in out and "not embedded" not in out
+    code, out = phi("memory", "search", "Pixel", "-n", ALICE, "--db", db, "--json")
+    assert json.loads(out)["unembedded"] == 0

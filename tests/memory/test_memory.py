@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -358,6 +359,46 @@ async def test_superseding_keeps_the_old_belief_as_history(memory: Memory) -> No
             NewRow(content="called nat", namespace=ALICE, supersedes="no-such-row")
         )
     assert (await memory.stats()).rows == 2
+
+
+async def test_search_says_how_many_rows_of_its_scope_wait_for_their_vector(
+    memory: Memory,
+) -> None:
+    """A search never misses queued rows silently: it counts those of its own scope."""
+    carol = user_namespace("did:plc:carol")
+    await memory.remember_many(
+        [
+            NewRow(content="bob keeps bees on his roof", namespace=BOB),
+            NewRow(content="carol rows on the river at dawn", namespace=carol),
+        ]
+    )
+    await memory.remember_many(
+        [
+            NewRow(content="alice adopted a rescue greyhound named Pixel", namespace=ALICE),
+            NewRow(content="alice walks Pixel every morning", namespace=ALICE),
+            NewRow(content="alice has a greyhound", namespace=ALICE, kind="observation"),
+            NewRow(content="bob sells the honey at the market", namespace=BOB),
+        ],
+        defer_embedding=True,
+    )
+    by_meaning = await memory.search("what pet dog does she have?", namespace=ALICE)
+    assert (list(by_meaning), by_meaning.unembedded) == ([], 3)
+    by_word = await memory.search("Pixel", namespace=ALICE)
+    assert (len(by_word), by_word.unembedded) == (2, 3)
+
+    async def waiting(**scope: Any) -> int:
+        return (await memory.search("greyhound", **scope)).unembedded
+
+    assert await waiting(namespace=ALICE, kinds=["observation"]) == 1
+    assert await waiting(namespace=BOB) == 1
+    assert await waiting(namespace=carol) == 0
+    assert await waiting(namespace=[ALICE, BOB]) == 4
+    assert await waiting() == 4
+    assert await memory.embed_pending() == 4
+    assert [await waiting(), await waiting(namespace=ALICE)] == [0, 0]
+    found = await memory.search("what pet dog does she have?", namespace=ALICE, limit=1)
+    assert "greyhound" in found[0].row.content and found.unembedded == 0
+    assert found.to_json() == {"results": [found[0].to_json()], "unembedded": 0}
 
 
 async def test_search_kinds_is_one_search_per_kind(memory: Memory) -> None:

@@ -163,7 +163,7 @@ def test_cli_reembed_then_every_command_uses_the_configured_model(
     monkeypatch.setenv("PHI_EMBEDDER_URL", server.base_url)
     monkeypatch.setenv("PHI_EMBEDDER_DIMENSIONS", str(SMOLLM2_DIMENSIONS))
     code, out = phi("memory", "search", "staging database", "-n", "ops", "--db", db, "--json")
-    assert code == 0 and json.loads(out)[0]["content"] == FACTS[0]
+    assert code == 0 and json.loads(out)["results"][0]["content"] == FACTS[0]
     code, out = phi("memory", "reembed", "--to", "openai:smollm2-135m", "--db", db)
     assert code == 2 and "already uses 'smollm2-135m'" in out
     monkeypatch.delenv("PHI_EMBEDDER_DIMENSIONS")

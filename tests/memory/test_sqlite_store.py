@@ -60,6 +60,7 @@ async def test_blank_database_is_migrated_to_the_schema(tmp_path: Path) -> None:
         "m003_recall_indexes",
         "m004_namespace_terms",
         "m005_embed_queue",
+        "m006_embed_queue_namespace",
     ]
     assert next(conn.execute("PRAGMA journal_mode"))[0] == "wal"
     assert next(conn.execute("PRAGMA application_id"))[0] == 0x70686931
@@ -172,3 +173,27 @@ async def test_a_lock_held_too_long_is_a_store_error_and_nothing_is_written(
     await store.write([w(make_row("a"), vec(1, 0, 0, 0))], [])
     assert await store.count(RowFilter(statuses=None)) == 1
     await store.close()
+
+
+async def test_a_queue_from_before_migration_6_learns_its_namespaces(tmp_path: Path) -> None:
+    """Rows queued by a store made before the queue knew namespaces count in their scope."""
+    path = tmp_path / "old.db"
+    store = SQLiteStore(path)
+    await store.connect()
+    await store.bind_embedding(CONFORMANCE_SPEC)
+    waiting = [make_row("a", namespace="ns-a"), make_row("b", namespace="ns-b")]
+    await store.write([w(r, None) for r in waiting], [])
+    await store.close()
+    conn = apsw.Connection(str(path))  # back to migration 5's queue: no namespace column
+    conn.execute("DROP INDEX embed_queue_namespace")
+    conn.execute("ALTER TABLE embed_queue DROP COLUMN namespace")
+    conn.execute("DELETE FROM phi_migrations WHERE name = 'm006_embed_queue_namespace'")
+    conn.close()
+    await store.connect()
+    try:
+        counts = [
+            await store.count_unembedded(RowFilter(namespaces=(ns,))) for ns in ("ns-a", "ns-b")
+        ]
+        assert counts == [1, 1]
+    finally:
+        await store.close()

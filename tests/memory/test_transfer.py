@@ -151,6 +151,28 @@ async def test_migrate_copies_everything(src_kind: str, dst_kind: str, tmp_path:
         assert again.target_counts == report.target_counts
 
 
+@pytest.mark.parametrize(("src_kind", "dst_kind"), DIRECTIONS)
+async def test_migrate_carries_rows_waiting_for_their_vector(
+    src_kind: str, dst_kind: str, tmp_path: Path
+) -> None:
+    """A row the source has not embedded yet arrives queued, not lost nor failing the copy."""
+    async with AsyncExitStack() as stack:
+        src_url = await stack.enter_async_context(location(src_kind, tmp_path, "src"))
+        dst_url = await stack.enter_async_context(location(dst_kind, tmp_path, "dst"))
+        embedded, waiting = make_row("crows at dawn"), make_row("ravens at dusk", at=1)
+        async with connected(src_url) as src:
+            await src.bind_embedding(CONFORMANCE_SPEC)
+            await src.write([w(embedded, vec(1, 0, 0, 0)), w(waiting, None)], [])
+        report = await migrate(src_url, dst_url)
+        assert report.copied.rows == 2
+        async with connected(dst_url) as dst:
+            assert await dst.unembedded(limit=5) == [waiting]
+            assert await dst.count_unembedded(RowFilter(namespaces=("ns-a",))) == 1
+            assert list(await dst.get_vectors([embedded.row_id, waiting.row_id])) == [
+                embedded.row_id
+            ]
+
+
 class Interrupted(Exception):
     pass
 
@@ -244,7 +266,7 @@ def test_cli_migrate_sqlite_to_postgres_then_search_there(tmp_path: Path) -> Non
             "phi-users-did:plc:alice", "--db", url, "--json",
         )  # fmt: skip
         assert code == 0, out
-        assert json.loads(out)[0]["content"] == "alice adopted a greyhound named Pixel"
+        assert json.loads(out)["results"][0]["content"] == "alice adopted a greyhound named Pixel"
         code, out = phi("memory", "migrate", "--from", db, "--to", url)
         assert code == 0 and "rows: 2 (this run copied 0)" in out and "verified" in out
     export = tmp_path / "export.jsonl"
@@ -256,7 +278,7 @@ def test_cli_migrate_sqlite_to_postgres_then_search_there(tmp_path: Path) -> Non
         code, out = phi("memory", "import", str(export), "--db", url)
         assert code == 0 and "imported 2 rows (0 new, 2 already there)" in out, out
         code, out = phi("memory", "search", "crows", "-n", "phi-episodic", "--db", url, "--json")
-        assert code == 0 and json.loads(out)[0]["content"] == "crows are clever"
+        assert code == 0 and json.loads(out)["results"][0]["content"] == "crows are clever"
     code, out = phi("memory", "migrate", "--from", db, "--to", db)
     assert code == 2 and "same store" in out
 

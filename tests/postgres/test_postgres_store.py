@@ -150,3 +150,25 @@ async def test_the_hnsw_path_keeps_filters_and_order(
     indexed = await store.vector_search(q, scope, limit=5)
     assert [h.row_id for h in indexed] == [h.row_id for h in exact]
     assert all(r.namespace == "ns-3" for r in await store.get_rows([h.row_id for h in indexed]))
+
+
+async def test_rows_without_a_vector_before_migration_3_are_queued(pg_url: str) -> None:
+    """A store from before the queue table kept its waiting rows as rows without a vector:
+    the migration queues exactly those, and the embedder and the counts find them."""
+    store = PostgresStore(pg_url)
+    await store.connect()
+    await store.bind_embedding(CONFORMANCE_SPEC)
+    embedded = make_row("has a vector")
+    waiting = [make_row("a waits"), make_row("b waits", namespace="ns-b")]
+    await store.write([w(embedded, vec(1, 0, 0, 0)), *(w(r, None) for r in waiting)], [])
+    await store.close()
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute("DROP TABLE embed_queue")
+        await conn.execute("DELETE FROM phi_migrations WHERE name = 'm003_embed_queue'")
+    await store.connect()
+    try:
+        assert await store.count_unembedded(RowFilter(namespaces=("ns-a",))) == 1
+        assert await store.count_unembedded(RowFilter(namespaces=("ns-b",))) == 1
+        assert await store.unembedded(limit=5) == waiting
+    finally:
+        await store.close()

@@ -56,7 +56,7 @@ def test_cli_mcp_and_web_share_one_postgres_memory(monkeypatch: pytest.MonkeyPat
             (old["row_id"], "superseded"), (new["row_id"], "active"),
         ]  # fmt: skip
         code, out = phi("memory", "search", "which editor?", "-n", NS, "--json")
-        assert code == 0 and [h["row_id"] for h in json.loads(out)] == [new["row_id"]]
+        assert code == 0 and [h["row_id"] for h in json.loads(out)["results"]] == [new["row_id"]]
 
         async def over_mcp() -> None:
             async with open_memory(None) as memory:  # what `phi mcp` serves

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import anyio
 from fastapi.testclient import TestClient
 
+from phi.memory import Memory, MiniLMEmbedder, NewRow, user_namespace
+
 from .conftest import THREAD, TOKEN, Filled
+
+CAROL = user_namespace("did:plc:carol")
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -38,6 +43,35 @@ def test_search(client: TestClient, filled: Filled) -> None:
         params={"q": "release", "namespace": "agent-notes", "include_superseded": "true"},
     ).json()["results"]
     assert [r["row_id"] for r in scoped] == [filled.note]
+
+
+def test_search_says_how_many_rows_of_its_scope_are_not_embedded_yet(
+    client: TestClient, filled: Filled, minilm: MiniLMEmbedder
+) -> None:
+    async def queue() -> None:
+        async with Memory.open(filled.db, embedder=minilm) as memory:
+            await memory.remember_many(
+                [
+                    NewRow(content="the launch moved to monday", namespace="agent-notes"),
+                    NewRow(content="carol repots her tomatoes", namespace=CAROL),
+                ],
+                defer_embedding=True,
+            )
+
+    def unembedded(**params: str) -> tuple[int, set[str]]:
+        found = client.get("/api/memory/search", params={"q": "launch", **params}).json()
+        return found["unembedded"], {r["content"] for r in found["results"]}
+
+    assert unembedded(namespace="agent-notes") == (0, {"the release is on friday"})
+    anyio.run(queue)
+    # Found by its word at once, and counted as not embedded yet.
+    assert unembedded(namespace="agent-notes") == (
+        1,
+        {"the release is on friday", "the launch moved to monday"},
+    )
+    assert unembedded(namespace=CAROL)[0] == 1
+    assert unembedded(namespace=user_namespace("did:plc:bob"))[0] == 0
+    assert unembedded()[0] == 2
 
 
 def test_search_errors(client: TestClient) -> None:

@@ -27,7 +27,7 @@ from phi.cli._edge import (
 )
 
 if TYPE_CHECKING:
-    from phi.memory import Kind, Recalled, Row
+    from phi.memory import Found, Kind, Row
 
 __all__ = ["AsJson", "Db", "InSandbox", "memory_app"]
 
@@ -42,12 +42,11 @@ Namespaces = Annotated[
 ]
 
 
-def _print_hits(found: list[Recalled]) -> None:
+def _print_hits(found: Found) -> None:
     from phi.memory.preload import format_age
 
     if not found:
         console.print("no matching memory")
-        return
     for rank, hit in enumerate(found, start=1):
         row = hit.row
         console.print(
@@ -58,6 +57,16 @@ def _print_hits(found: list[Recalled]) -> None:
         text = row.content if len(row.content) <= 500 else row.content[:499] + "…"
         console.print(f"   {text}", highlight=False, markup=False)
         console.print(f"   [dim]id {row.row_id}[/]", highlight=False)
+    if found.unembedded:
+        one = found.unembedded == 1
+        them = "it" if one else "them"
+        console.print(
+            f"note: {plural(found.unembedded, 'row')} in this scope {'is' if one else 'are'}"
+            f" not embedded yet: search by meaning cannot see {them} until the embedder"
+            f" catches up (`phi memory embed`); search by words finds {them} already",
+            highlight=False,
+            markup=False,
+        )
 
 
 def _print_row(row: Row) -> None:
@@ -142,7 +151,7 @@ def search(
     start, end = parse_time(since, "--since"), parse_time(until, "--until")
     kinds = [_kind(k) for k in kind or ()] or None
 
-    async def go() -> list[Recalled]:
+    async def go() -> Found:
         async with open_memory(db, sandbox=sandbox) as memory:
             return await memory.search(
                 query,
@@ -156,7 +165,7 @@ def search(
             )
 
     found = run(go)
-    emit_json([f.to_json() for f in found]) if as_json else _print_hits(found)
+    emit_json(found.to_json()) if as_json else _print_hits(found)
 
 
 @memory_app.command("show")

@@ -1,5 +1,6 @@
-"""`phi memory reembed --to MODEL`: move a store to another embedding model
-(`Memory.reembed`)."""
+"""The store's vectors: `phi memory embed` embeds the rows that wait for theirs
+(`Memory.embed_pending`); `phi memory reembed --to MODEL` moves a store to another
+embedding model (`Memory.reembed`)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,37 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from phi.cli._edge import console, emit_json, fail, note, open_memory, run, settings
-from phi.cli.memory import AsJson, Db, memory_app
+from phi.cli._edge import console, emit_json, fail, note, open_memory, plural, run, settings
+from phi.cli.memory import AsJson, Db, InSandbox, memory_app
 
 if TYPE_CHECKING:
     from phi.memory import ReembedProgress, ReembedReport
     from phi.memory.embed import Embedder
 
-__all__ = ["reembed"]
+__all__ = ["embed", "reembed"]
+
+
+@memory_app.command("embed")
+def embed(
+    batch_size: Annotated[int, typer.Option(help="Rows embedded per batch.", min=1)] = 64,
+    db: Db = None,
+    sandbox: InSandbox = False,
+    as_json: AsJson = False,
+) -> None:
+    """Embed the rows waiting for their vector (stored with deferred embedding), oldest
+    first, until none waits: search by meaning sees them from then on."""
+
+    async def go() -> int:
+        async with open_memory(db, sandbox=sandbox) as memory:
+            return await memory.embed_pending(batch=batch_size)
+
+    embedded = run(go)
+    if as_json:
+        emit_json({"embedded": embedded})
+        return
+    console.print(
+        f"embedded {plural(embedded, 'row')}; none waits for its vector now", highlight=False
+    )
 
 
 def _target(to: str, url: str | None, dimensions: int | None) -> Embedder:

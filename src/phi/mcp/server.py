@@ -218,7 +218,10 @@ def _add_read_tools(server: MCPServer, memory: Memory, scope: Scope) -> None:
         include_superseded: bool = False,
         limit: Annotated[int, Field(ge=1, le=100)] = 10,
     ) -> dict[str, Any]:
-        """Hybrid recall (meaning + keywords + graph + recency), best first, with provenance."""
+        """Hybrid recall (meaning + keywords + graph + recency), best first, with provenance.
+
+        `unembedded` counts rows in the searched scope stored but not embedded yet: recall
+        by meaning cannot see them until they are, recall by their words already does."""
         found = await memory.search(
             query,
             namespace=await scope.namespaces(memory, _about(person, namespaces)),
@@ -227,7 +230,7 @@ def _add_read_tools(server: MCPServer, memory: Memory, scope: Scope) -> None:
             status=None if include_superseded else "active",
             limit=limit,
         )
-        return {"results": [hit.to_json() for hit in found]}
+        return found.to_json()
 
     @server.tool()
     @_tool_errors

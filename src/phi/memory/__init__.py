@@ -22,7 +22,7 @@ from phi.memory.model import (
     user_namespace,
 )
 from phi.memory.preload import ContextWindow
-from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe
+from phi.memory.recall import DEFAULT_RECIPE, Found, Recalled, RecallRecipe
 from phi.memory.reembed import ReembedProgress, ReembedReport
 from phi.memory.state import KeyValueState, StateEntry
 from phi.memory.store import ForgetReport, NamespaceInfo, StoreStats
@@ -35,6 +35,7 @@ __all__ = [
     "EdgeType",
     "Embedder",
     "ForgetReport",
+    "Found",
     "IngestPolicy",
     "KeyValueState",
     "Kind",

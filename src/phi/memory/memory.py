@@ -48,7 +48,7 @@ from phi.memory.model import (
     validate_text,
 )
 from phi.memory.preload import ContextWindow, build_window
-from phi.memory.recall import DEFAULT_RECIPE, Recalled, RecallRecipe, recall
+from phi.memory.recall import DEFAULT_RECIPE, Found, RecallRecipe, recall
 from phi.memory.reembed import ReembedProgress, ReembedReport, reembed_rows
 from phi.memory.serial import spread, spread_schema
 from phi.memory.state import KeyValueState
@@ -245,11 +245,17 @@ class Memory:
         limit: int = 10,
         recipe: RecallRecipe | None = None,
         now: datetime | None = None,
-    ) -> list[Recalled]:
+    ) -> Found:
         """Hybrid recall: the best `limit` rows for `query`, best first.
 
         A query naming a namespace only ever sees that namespace (graph expansion included).
         `status=None` includes superseded rows.
+
+        Rows written with `defer_embedding` are found by their words at once but not by
+        meaning until `embed_pending` gives them a vector: `Found.unembedded` says how many
+        rows of this search's scope (its namespaces and filters) wait, so a missing answer
+        is not taken for an absent one. The store counts them in the same read as the
+        recall, from the embedding queue alone (indexed by namespace).
         """
         if not query.strip():
             raise InvalidInput("empty query; say what to recall")
@@ -277,10 +283,10 @@ class Memory:
         *,
         namespace: Namespaces = None,
         now: datetime | None = None,
-    ) -> dict[Kind, list[Recalled]]:
+    ) -> dict[Kind, Found]:
         """`search` once per kind, each kind with its own limit, the query embedded once
         (a prompt reads a person's summary, observations, exchanges and research for one
-        text). Active rows only."""
+        text). Active rows only; each kind's `Found.unembedded` counts that kind's rows."""
         if not query.strip():
             raise InvalidInput("empty query; say what to recall")
         for kind, limit in limits.items():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
@@ -38,6 +38,7 @@ from phi.memory.store.base import (
 
 __all__ = [
     "DEFAULT_RECIPE",
+    "Found",
     "RecallRecipe",
     "Recalled",
     "best_fused",
@@ -148,6 +149,33 @@ class Recalled:
         return json_value
 
 
+class Found(list[Recalled]):
+    """What a search found: the recalled rows, best first (a list, so callers that only
+    rank and read rows use it as one), and how many rows of its scope it could not see by
+    meaning.
+
+    A row written with `defer_embedding` is stored and found by its words at once, but has
+    no vector until the embedder reaches it; until then dense recall misses it. Saying how
+    many wait lets a caller (a person at the CLI, an agent over MCP) tell an answer that
+    may be missing from one that is absent.
+    """
+
+    unembedded: int
+    """Rows within the search's scope (its namespaces and filters) waiting for their
+    vector: text recall finds them, dense recall does not yet. 0 when none wait."""
+
+    def __init__(self, hits: Iterable[Recalled] = (), *, unembedded: int = 0) -> None:
+        super().__init__(hits)
+        self.unembedded = unembedded
+
+    def __repr__(self) -> str:
+        return f"Found({list.__repr__(self)}, unembedded={self.unembedded})"
+
+    def to_json(self) -> dict[str, object]:
+        """`{"results": [...], "unembedded": N}`, each result as `Recalled.to_json`."""
+        return {"results": [hit.to_json() for hit in self], "unembedded": self.unembedded}
+
+
 def query_terms(text: str) -> list[str]:
     """Lower-cased words of `text` without stopwords, in order, each once."""
     words = [w.lower() for w in _WORD.findall(text)]
@@ -241,8 +269,9 @@ async def recall(
     now: datetime,
     recipe: RecallRecipe = DEFAULT_RECIPE,
     vector: npt.NDArray[np.float32] | None = None,
-) -> list[Recalled]:
-    """The best `limit` rows within `where` for `query`, best first. `vector` is the
+) -> Found:
+    """The best `limit` rows within `where` for `query`, best first, and how many rows
+    within `where` dense recall could not see (`Found.unembedded`). `vector` is the
     query's embedding when the caller has it already (several scopes, one query).
 
     A score means the same for every query (with the default `absolute_scores`): the row's
@@ -322,15 +351,18 @@ async def recall(
         ranked.append((scores[row_id] * factor, row, age))
     ranked.sort(key=lambda item: (-item[0], item[1].row_id))
     dense_ids, text_ids = signals.from_dense, signals.from_text
-    return [
-        Recalled(
-            row=row,
-            score=score,
-            matched_by=_matched_by(row.row_id, dense_ids, text_ids),
-            age_seconds=age,
-        )
-        for score, row, age in ranked[:limit]
-    ]
+    return Found(
+        (
+            Recalled(
+                row=row,
+                score=score,
+                matched_by=_matched_by(row.row_id, dense_ids, text_ids),
+                age_seconds=age,
+            )
+            for score, row, age in ranked[:limit]
+        ),
+        unembedded=signals.unembedded,
+    )
 
 
 async def _date_lift(

@@ -218,9 +218,11 @@ async def _copy_rows(
             ids = [r.row_id for r in missing]
             vectors = await source.get_vectors(ids)
             refs = await source.refs_of(ids)
+            # A row the source has not embedded yet has no vector: it waits in the
+            # target's queue instead (`RowWrite.vector` None).
             stored_rows = await target.write(
                 [
-                    RowWrite(row=r, vector=vectors[r.row_id], refs=refs.get(r.row_id, ()))
+                    RowWrite(row=r, vector=vectors.get(r.row_id), refs=refs.get(r.row_id, ()))
                     for r in missing
                 ],
                 [],

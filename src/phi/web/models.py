@@ -29,6 +29,10 @@ __all__ = [
 class SearchOut(BaseModel):
     query: str
     results: list[Recalled]
+    unembedded: int = Field(
+        description="Rows in the searched scope not embedded yet: search by meaning cannot"
+        " see them until they are (search by words already finds them)."
+    )
 
 
 class HistoryOut(BaseModel):

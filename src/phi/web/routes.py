@@ -52,7 +52,7 @@ async def search(
         status=None if include_superseded else "active",
         limit=limit,
     )
-    return SearchOut(query=q, results=found)
+    return SearchOut(query=q, results=found, unembedded=found.unembedded)
 
 
 @router.get("/api/memory/rows/{row_id}")

@@ -105,6 +105,7 @@ async def episodic_block(deps: PhiDeps) -> str:
         )
         text = result.text
     else:
+        hits: list[Recalled]
         try:
             hits = await deps.memory.search(query, namespace=EPISODIC, limit=6, now=deps.now)
         except NamespaceNotFound:

@@ -20,7 +20,7 @@ from phi.agent.tools._common import resolve_person
 from phi.agent.tools.intent import OBSERVATIONS_ARCHIVE
 from phi.atproto import CosmikCard, NotFound
 from phi.errors import InvalidInput, NamespaceNotFound
-from phi.memory import NewRow, Recalled, user_namespace
+from phi.memory import Found, NewRow, user_namespace
 from phi.memory.learning import EPISODIC, Block, user_label
 
 __all__ = ["memory_tools"]
@@ -28,13 +28,18 @@ __all__ = ["memory_tools"]
 memory_tools = FunctionToolset[PhiDeps]()
 
 
-def _render(deps: PhiDeps, hits: list[Recalled]) -> str:
-    if not hits:
-        return "nothing relevant in memory"
-    lines = []
-    for h in hits:
-        age = deps.age(h.row.created_at)
-        lines.append(f"- ({h.row.kind}, trust {h.row.trust}, {age}) {h.row.content}")
+def _render(deps: PhiDeps, found: Found) -> str:
+    lines = [
+        f"- ({h.row.kind}, trust {h.row.trust}, {deps.age(h.row.created_at)}) {h.row.content}"
+        for h in found
+    ] or ["nothing relevant in memory"]
+    if found.unembedded:
+        # Stored but not yet embedded: the model should not take "not found" for "never
+        # said", and words from the memory still reach it.
+        lines.append(
+            f"({found.unembedded} newer memories here are not searchable by meaning yet: "
+            "if the answer is missing, ask again with words it would contain)"
+        )
     return "\n".join(lines)
 
 
@@ -101,10 +106,10 @@ async def recall(
     if not present:
         return f"no memories of {who} yet" if who else "no notes of your own yet"
     try:
-        hits = await deps.memory.search(query, namespace=present, limit=limit, now=deps.now)
+        found = await deps.memory.search(query, namespace=present, limit=limit, now=deps.now)
     except NamespaceNotFound:
-        hits = []
-    return _render(deps, hits)
+        found = Found()
+    return _render(deps, found)
 
 
 @memory_tools.tool

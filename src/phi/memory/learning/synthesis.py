@@ -111,11 +111,12 @@ async def synthesize_episodic(
 ) -> Synthesis:
     """One block from the `limit` notes most relevant to `query`, with stale ones flagged."""
     moment = ensure_utc(now) if now else utc_now()
+    found: list[Recalled]
     try:
-        hits = await memory.search(query, namespace=namespace, limit=limit, now=moment)
+        found = await memory.search(query, namespace=namespace, limit=limit, now=moment)
     except NamespaceNotFound:
-        hits = []
-    hits = _distinct(hits)
+        found = []
+    hits = _distinct(found)
     signature = _signature(model.model_name, query, goals, hits)
     if not hits:
         return Synthesis(

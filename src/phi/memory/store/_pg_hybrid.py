@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from phi.memory.model import Edge, EdgeType, Row
+from phi.memory.store import _pg_queue as queue_sql
 from phi.memory.store import _pg_sql as sql
 from phi.memory.store._pg_schema import Conn
 from phi.memory.store.base import Hit, HybridQuery, HybridSignals, RowFilter, gather_stepwise
@@ -53,6 +54,9 @@ class _OnConnection:
 
     async def get_rows(self, row_ids: Sequence[str]) -> list[Row]:
         return await sql.select_rows(self.conn, row_ids)
+
+    async def count_unembedded(self, where: RowFilter) -> int:
+        return await queue_sql.count_unembedded(self.conn, where)
 
 
 async def hybrid(

@@ -1,6 +1,9 @@
-"""The PostgreSQL store's embedding queue: a row without a `row_vectors` entry waits for
-its vector. Simple and correct (an anti-join on the vectors' primary key), not tuned for
-a large backlog.
+"""The PostgreSQL store's embedding queue (`embed_queue`, migration 3): rows written without
+a vector wait there, with their namespace, until `insert_vectors` gives them one.
+
+A queued row is in `rows` and `row_terms` (text recall sees it at once) but not in
+`row_vectors`. The queue is small beside the store, so reading and counting it cost
+little at any size of store.
 """
 
 from __future__ import annotations
@@ -19,20 +22,28 @@ from phi.memory.store.base import RowFilter
 
 __all__ = ["count_unembedded", "insert_vectors", "select_unembedded"]
 
-_WAITING = "NOT EXISTS (SELECT 1 FROM row_vectors v WHERE v.id = r.id)"
-
 
 async def select_unembedded(conn: Conn, limit: int) -> list[Row]:
     cur = await conn.execute(
-        f"SELECT {ROW_COLUMNS} FROM rows r WHERE {_WAITING} ORDER BY r.id LIMIT %(limit)s",
+        f"SELECT {ROW_COLUMNS} FROM embed_queue q JOIN rows r ON r.id = q.id"
+        " ORDER BY q.id LIMIT %(limit)s",
         {"limit": limit},
     )
     return [row_from(values) for values in await cur.fetchall()]
 
 
 async def count_unembedded(conn: Conn, where: RowFilter) -> int:
+    """Queued rows `where` admits, found through the queue's namespace index; an empty
+    queue is seen first and answers 0 without planning the join (its statistics may say
+    otherwise just after a backlog was drained)."""
     cond, params = where_sql(where)
-    cur = await conn.execute(f"SELECT count(*) FROM rows r WHERE {cond} AND {_WAITING}", params)
+    if where.namespaces is not None:
+        cond = f"q.namespace = ANY(%(w_namespace)s) AND {cond}"
+    cur = await conn.execute(
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM embed_queue) THEN (SELECT count(*)"
+        f" FROM embed_queue q JOIN rows r ON r.id = q.id WHERE {cond}) ELSE 0 END",
+        params,
+    )
     (n,) = await cur.fetchone() or (0,)
     return int(n)
 
@@ -57,4 +68,5 @@ async def insert_vectors(
         " ON CONFLICT (id) DO NOTHING",
         ([rid for rid, _ in present], [vector_literal(v) for _, v in present]),
     )
+    await conn.execute("DELETE FROM embed_queue WHERE id = ANY(%s)", ([rid for rid, _ in present],))
     await insert_edges(conn, [e for e in edges if e.src in ids and e.dst in ids], ids)

@@ -112,6 +112,8 @@ async def swap(
         f"INSERT INTO row_vectors (id, embedding) SELECT id, embedding FROM {_STAGING}"
     )
     await create_vector_table(conn, spec.dimension)
+    # Every row has its vector now, queued ones included: none waits any longer.
+    await conn.execute("DELETE FROM embed_queue")
     await conn.execute(
         "INSERT INTO phi_meta (key, value) VALUES ('embedding_model', %s), ('embedding_dim', %s)"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",

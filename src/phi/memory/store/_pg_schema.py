@@ -176,3 +176,28 @@ async def m002_learning(conn: Conn) -> None:
         CREATE INDEX model_calls_purpose ON model_calls (purpose, called_at);
         """
     )
+
+
+@migration
+async def m003_embed_queue(conn: Conn) -> None:
+    """Rows written without a vector wait here (as in the SQLite store), with their
+    namespace: a search counts the rows of its scope that wait from this small table, where
+    an anti-join against `row_vectors` read every row of the scope; the embedder takes the
+    oldest in key order. Rows already waiting (no vector) are queued now."""
+    await conn.execute(
+        """
+        CREATE TABLE embed_queue (
+            id bigint PRIMARY KEY REFERENCES rows (id) ON DELETE CASCADE,
+            namespace text NOT NULL,
+            queued_at timestamptz NOT NULL
+        );
+        CREATE INDEX embed_queue_namespace ON embed_queue (namespace);
+        """
+    )
+    found = await conn.execute("SELECT to_regclass('row_vectors') IS NOT NULL")
+    (vectors,) = await found.fetchone() or (False,)
+    waiting = " WHERE NOT EXISTS (SELECT 1 FROM row_vectors v WHERE v.id = r.id)" if vectors else ""
+    await conn.execute(
+        f"INSERT INTO embed_queue (id, namespace, queued_at) SELECT r.id, r.namespace,"
+        f" r.updated_at FROM rows r{waiting}"
+    )

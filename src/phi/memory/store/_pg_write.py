@@ -76,6 +76,7 @@ async def upsert_rows(
     new = [i for i, row in enumerate(rows) if row.row_id in inserted]
     if new:
         await _index_new(conn, [items[i] for i in new], [postings[i] for i in new], inserted)
+        await _enqueue(conn, [items[i] for i in new], inserted)
     others = [(row.namespace, row.content_hash) for row in rows if row.row_id not in inserted]
     stored: dict[tuple[str, str], tuple[Row, int]] = {}
     if others:
@@ -146,6 +147,21 @@ async def _index_new(
             "INSERT INTO row_refs (ref, id) SELECT * FROM unnest(%s::text[], %s::bigint[])"
             " ON CONFLICT DO NOTHING",
             ([r for r, _ in refs], [i for _, i in refs]),
+        )
+
+
+async def _enqueue(conn: Conn, items: Sequence[RowWrite], ids: dict[str, int]) -> None:
+    """Queue the freshly inserted rows that came without a vector (`_pg_queue`)."""
+    waiting = [item.row for item in items if item.vector is None]
+    if waiting:
+        await conn.execute(
+            "INSERT INTO embed_queue (id, namespace, queued_at)"
+            " SELECT * FROM unnest(%s::bigint[], %s::text[], %s::timestamptz[])",
+            (
+                [ids[r.row_id] for r in waiting],
+                [r.namespace for r in waiting],
+                [r.updated_at for r in waiting],
+            ),
         )
 
 

@@ -29,9 +29,17 @@ def select_unembedded(conn: apsw.Connection, limit: int) -> list[Row]:
 
 
 def count_unembedded(conn: apsw.Connection, where: RowFilter) -> int:
+    """Queued rows `where` admits, read from the queue outwards (`CROSS JOIN` fixes the
+    order): the cost follows the queue's rows in scope, found by its namespace index, never
+    the rows of the scope, so it is nothing when the queue is empty. Left to itself the
+    planner walked a namespace's rows and probed the queue for each."""
     cond, params = sql.where_sql(where)
-    query = f"SELECT count(*) FROM embed_queue q JOIN rows r ON r.id = q.id WHERE {cond}"
-    return int(next(conn.execute(query, params))[0])
+    scope: list[str] = []
+    if where.namespaces is not None:
+        cond = f"q.namespace IN ({sql.marks(where.namespaces)}) AND {cond}"
+        scope = list(where.namespaces)
+    query = f"SELECT count(*) FROM embed_queue q CROSS JOIN rows r ON r.id = q.id WHERE {cond}"
+    return int(next(conn.execute(query, [*scope, *params]))[0])
 
 
 def insert_vectors(

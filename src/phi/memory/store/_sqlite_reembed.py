@@ -98,6 +98,8 @@ def swap(
         f" SELECT r.id, r.namespace, s.embedding, r.kind, r.status, coalesce(r.author, ''),"
         f" r.created_at FROM rows r JOIN {_STAGING} s ON s.id = r.id"
     )
+    # Every row has its vector now, queued ones included: none waits any longer.
+    conn.execute("DELETE FROM embed_queue")
     conn.executemany(
         "INSERT INTO phi_meta (key, value) VALUES (?, ?)"
         " ON CONFLICT (key) DO UPDATE SET value = excluded.value",

@@ -287,3 +287,16 @@ def m005_embed_queue(conn: apsw.Connection) -> None:
         " id INTEGER PRIMARY KEY REFERENCES rows (id) ON DELETE CASCADE,"
         " queued_at REAL NOT NULL)"
     )
+
+
+@migration
+def m006_embed_queue_namespace(conn: apsw.Connection) -> None:
+    """Each queued row's namespace, indexed: a search counts the rows of its scope that
+    wait (`_sqlite_queue.count_unembedded`) from this index alone, however many rows the
+    namespace holds and however long another namespace's backlog is."""
+    conn.execute("ALTER TABLE embed_queue ADD COLUMN namespace TEXT NOT NULL DEFAULT ''")
+    conn.execute(
+        "UPDATE embed_queue SET namespace = (SELECT namespace FROM rows WHERE rows.id ="
+        " embed_queue.id)"
+    )
+    conn.execute("CREATE INDEX embed_queue_namespace ON embed_queue (namespace)")

@@ -171,7 +171,8 @@ def upsert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> Row:
     if item.vector is None:
         # Embedded later (`_sqlite_queue.insert_vectors`); queued in this transaction.
         conn.execute(
-            "INSERT INTO embed_queue (id, queued_at) VALUES (?, ?)", (rid, ts(row.updated_at))
+            "INSERT INTO embed_queue (id, queued_at, namespace) VALUES (?, ?, ?)",
+            (rid, ts(row.updated_at), row.namespace),
         )
     else:
         conn.execute(

@@ -318,7 +318,13 @@ class SQLiteStore:
     async def hybrid(self, query: HybridQuery) -> HybridSignals:
         # One read transaction for every step: a search costs one trip to a worker thread.
         blob = self._query_blob(query.vector)
-        return await self._read(partial(sql.hybrid, blob=blob, query=query))
+
+        def read(conn: apsw.Connection) -> HybridSignals:
+            signals = sql.hybrid(conn, blob, query)
+            waiting = queue_sql.count_unembedded(conn, query.where)
+            return dataclasses.replace(signals, unembedded=waiting)
+
+        return await self._read(read)
 
     async def vector_search(
         self, vector: npt.NDArray[np.float32], where: RowFilter, *, limit: int

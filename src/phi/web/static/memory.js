@@ -168,7 +168,11 @@ async function search(query) {
     }
     list.appendChild(item);
   }
-  box.replaceChildren(el("h3", {}, `${found.results.length} results for “${query}”`), list);
+  const parts = [el("h3", {}, `${found.results.length} results for “${query}”`), list];
+  if (found.unembedded) {
+    parts.push(el("p", { class: "muted" }, `${found.unembedded} rows in this scope are not embedded yet: search by meaning cannot see them until they are (search by words already finds them).`));
+  }
+  box.replaceChildren(...parts);
 }
 
 document.getElementById("search-form").addEventListener("submit", (event) => {
