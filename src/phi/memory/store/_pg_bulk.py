@@ -1,8 +1,9 @@
 """Loading many rows into an empty PostgreSQL store: the HNSW index built once at the end.
 
 Each row inserted into an HNSW index searches the graph for its neighbours, on disk and
-logged: ~2.7 ms a row on 2 busy cores at 10k rows, most of a fill's time. Building the
-index once over the loaded vectors, in memory, is pgvector's standard way to bulk-load.
+logged: 2.2 of the 2.9 ms a row took to write on 2 busy cores at 10k rows. Building the
+index once over the loaded vectors, in memory, is pgvector's standard way to bulk-load
+(10k rows: 1,022 rows/s with the build, against 350).
 So `PostgresStore.bulk_load` drops the (still empty) index, the rows go in through the
 ordinary write path, and the index is built at the end with the memory it needs.
 

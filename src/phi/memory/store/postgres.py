@@ -5,7 +5,9 @@ first takes the store's write lock (a row lock, so writers queue as in SQLite wh
 readers never wait), which keeps the BM25 statistics exact and makes the identity upsert
 safe across processes. Reads run in their own transactions. Any driver error surfaces as
 `StoreError`. The SQL lives in `_pg_sql` (rows, edges, vectors, text) and `_pg_learning`
-(the ledger); migrations in `_pg_schema`; BM25 scoring in `_pg_text`.
+(the ledger); migrations in `_pg_schema`; BM25 scoring in `_pg_text`; vectors and postings
+go in by binary COPY (`_pg_copy`); a bulk load into an empty store builds the HNSW index
+once at the end (`_pg_bulk`).
 
 The server needs PostgreSQL 13 or later with the `vector` extension (pgvector 0.8 or
 later for iterative index scans); `phi postgres up` starts such a server locally.
