@@ -6,11 +6,15 @@
 `--db` names a store: `sqlite` (a temporary file, the default), a folder (a SQLite file in
 it), or a `postgresql://` URL (a fresh schema in that database, dropped afterwards).
 Repeat it to measure several stores on the same data; the last table then gives each
-store's figures as a ratio to the first's. `--keep DIR` keeps one SQLite store per size
-(`DIR/scale-<rows>.db`) and reuses it: a million rows take ~10 minutes to fill.
-`--plot FILE` draws scoped latency against rows (log scale).
+store's figures as a ratio to the first's. Each size is measured on a store of its own.
+`--keep DIR` keeps them and reuses them on the next run, topped up to the size if they
+hold fewer rows: SQLite's as `DIR/scale-<rows>.db`, PostgreSQL's as the schema
+`phi_scale_<rows>` of the URL's database (a million rows take ~10 minutes to fill on
+SQLite, ~30 on PostgreSQL). `--plot FILE` draws scoped latency against rows (log scale).
 
-The store is filled through the store API with realistic synthetic rows: low-rank plus
+The store is filled through the store API, as a bulk load (`RowStore.bulk_load`: the
+PostgreSQL store builds its HNSW index once, after the rows; the fill rate includes that
+build), with realistic synthetic rows: low-rank plus
 noise vectors clustered per namespace (uniformly random vectors would defeat any index)
 and Zipf-distributed words (without the head of the curve, which real queries drop as
 stopwords), each row linked to the previous one of its namespace. At each size it
@@ -38,14 +42,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
+from urllib.parse import quote
 
 import anyio
 import numpy as np
+import psycopg
 
 from phi.memory import Memory, MiniLMEmbedder, NewRow
 from phi.memory.embed import Vectors
@@ -234,6 +241,10 @@ class Figures:
 
     size: int
     fill_rate: float
+    """Rows/s filling the store through the store API, index builds included."""
+    index_build: float
+    """Seconds of the fill spent building the vector index after a bulk load (0 when the
+    backend keeps its indexes up row by row)."""
     ingest_rate: float
     short_rate: float
     deferred: tuple[float, float, float]
@@ -243,6 +254,8 @@ class Figures:
     scoped_embedded: tuple[float, float]
     unscoped: tuple[float, float]
     concurrent: tuple[float, float]
+    writer_rate: float
+    """The other process's rows/s during the concurrent measurement."""
     size_mb: float
 
 
@@ -291,8 +304,12 @@ async def under_writes(
     return found, rate
 
 
+def is_postgres(store: str) -> bool:
+    return store.startswith(("postgresql://", "postgres://"))
+
+
 def kept_rows(path: str) -> int:
-    """Rows already in a kept store (0 when it does not exist yet)."""
+    """Rows already in a kept SQLite store (0 when it does not exist yet)."""
     if not Path(path).exists():
         return 0
     import apsw  # only for a kept SQLite store: read its count without opening Memory
@@ -304,19 +321,57 @@ def kept_rows(path: str) -> int:
         conn.close()
 
 
+async def kept_schema(url: str, size: int) -> tuple[str, int]:
+    """The kept PostgreSQL store of a size: its URL (schema `phi_scale_<size>`, created
+    if missing) and the rows it holds."""
+    schema = f"phi_scale_{size}"
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.rows",))
+        exists = (await cur.fetchone() or (False,))[0]
+        rows = 0
+        if exists:
+            cur = await conn.execute(f"SELECT count(*) FROM {schema}.rows")
+            rows = int((await cur.fetchone() or (0,))[0])
+    option = quote(f"-c search_path={schema},public")
+    return f"{url}{'&' if '?' in url else '?'}options={option}", rows
+
+
+@asynccontextmanager
+async def sized_store(
+    store: str, size: int, index: int, *, keep: Path | None, tmp: str
+) -> AsyncIterator[tuple[str, int]]:
+    """The store to measure a size on, and the rows it already holds: a kept one, or a
+    fresh one removed afterwards."""
+    if keep is not None and is_postgres(store):
+        yield await kept_schema(store, size)
+    elif keep is not None:
+        path = str(keep / f"scale-{size}.db")
+        yield path, kept_rows(path)
+    else:
+        base = tmp if store == "sqlite" else store
+        async with scratch_location(base, f"scale{index}-{size}") as location:
+            yield location, 0
+
+
 async def measure(
-    path: str, sizes: list[int], queries: int, ingest: int, *, keep: Path | None = None
+    store: str,
+    index: int,
+    sizes: list[int],
+    queries: int,
+    ingest: int,
+    *,
+    keep: Path | None,
+    tmp: str,
 ) -> list[Figures]:
     gen = Generator()
     minilm = MiniLMEmbedder()
     query_texts = [" ".join(t.split()[:6]) for t in gen.texts(queries)]
     query_vectors = dict(zip(query_texts, await minilm.embed(query_texts), strict=True))
     picks = gen.rng.integers(0, 1 << 30, size=queries)
-    last: dict[int, str] = {}
-    filled = 0
     columns = [
         "rows",
-        "fill rows/s (no embedding)",
+        "fill rows/s (no embedding; of it, index build s)",
         "ingest rows/s, chat turns (MiniLM + edges)",
         "ingest rows/s, short facts",
         "ingest rows/s, chat turns, embedding deferred (embedder rows/s; queue empty after s)",
@@ -326,59 +381,78 @@ async def measure(
         "scoped p50/p95 ms while another process ingests (its rows/s)",
         "file MB",
     ]
-    print(f"\nstore: {path.split('?')[0]}")
+    print(f"\nstore: {store.split('?')[0]}")
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
     figures: list[Figures] = []
     for size in sizes:
-        if keep is not None:
-            # One kept store per size: what is already in it is not filled again.
-            path = str(keep / f"scale-{size}.db")
-            filled, last = kept_rows(path), {}
-        async with Memory.open(path, embedder=minilm) as memory:
-            started = time.perf_counter()
-            await fill(memory, gen, filled, size - ingest, last)
-            fill_rate = max(size - ingest - filled, 0) / max(time.perf_counter() - started, 1e-9)
-            rate = await ingest_rate(memory, gen, conversational_texts(ingest // 2, size))
-            short_rate = await ingest_rate(memory, gen, short_facts(ingest // 2, size))
-            deferred = await deferred_rate(
-                memory, gen, conversational_texts(ingest // 2, size + 50_000_000)
+        async with sized_store(store, size, index, keep=keep, tmp=tmp) as (path, filled):
+            found = await measure_size(
+                path, size, filled, ingest, gen, minilm, query_vectors, picks
             )
-            filled = size
-            names = [n.namespace for n in await memory.namespaces(prefix="bench-")]
-            scoped = [names[int(p) % len(names)] for p in picks]
-            with_embedding = quantiles(await latencies(memory, query_texts, list(scoped)))
-        async with Memory.open(path, embedder=CachedEmbedder(query_vectors)) as memory:
-            await latencies(memory, query_texts[:20], list(scoped[:20]))  # warm the page cache
-            without = quantiles(await latencies(memory, query_texts, list(scoped)))
-            unscoped = quantiles(await latencies(memory, query_texts[:20], [None] * 20))
-            concurrent, writer_rate = await under_writes(path, memory, query_texts, list(scoped))
-            size_mb = ((await memory.stats()).size_bytes or 0) / 1e6
         print(
-            f"| {size:,} | {fill_rate:,.0f} | {rate:,.0f} | {short_rate:,.0f} | "
-            f"{deferred[0]:,.0f} ({deferred[1]:,.0f}; {deferred[2]:.1f} s) | "
-            f"{without[0]:.1f} / {without[1]:.1f} | "
-            f"{with_embedding[0]:.1f} / {with_embedding[1]:.1f} | "
-            f"{unscoped[0]:.0f} / {unscoped[1]:.0f} | "
-            f"{concurrent[0]:.1f} / {concurrent[1]:.1f} ({writer_rate:.0f} rows/s) | "
-            f"{size_mb:,.0f} |",
+            f"| {size:,} | {found.fill_rate:,.0f}"
+            + (f" ({found.index_build:.0f} s)" if found.index_build else "")
+            + f" | {found.ingest_rate:,.0f} | {found.short_rate:,.0f} | "
+            f"{found.deferred[0]:,.0f} ({found.deferred[1]:,.0f}; {found.deferred[2]:.1f} s) | "
+            f"{found.scoped[0]:.1f} / {found.scoped[1]:.1f} | "
+            f"{found.scoped_embedded[0]:.1f} / {found.scoped_embedded[1]:.1f} | "
+            f"{found.unscoped[0]:.0f} / {found.unscoped[1]:.0f} | "
+            f"{found.concurrent[0]:.1f} / {found.concurrent[1]:.1f}"
+            f" ({found.writer_rate:.0f} rows/s) | {found.size_mb:,.0f} |",
             flush=True,
         )
-        figures.append(
-            Figures(
-                size=size,
-                fill_rate=fill_rate,
-                ingest_rate=rate,
-                short_rate=short_rate,
-                deferred=deferred,
-                scoped=without,
-                scoped_embedded=with_embedding,
-                unscoped=unscoped,
-                concurrent=concurrent,
-                size_mb=size_mb,
-            )
-        )
+        figures.append(found)
     return figures
+
+
+async def measure_size(
+    path: str,
+    size: int,
+    filled: int,
+    ingest: int,
+    gen: Generator,
+    minilm: MiniLMEmbedder,
+    query_vectors: dict[str, np.ndarray],
+    picks: np.ndarray,
+) -> Figures:
+    """Fill the store at `path` (holding `filled` rows) to `size` and measure it."""
+    query_texts = list(query_vectors)
+    async with Memory.open(path, embedder=minilm) as memory:
+        started = time.perf_counter()
+        async with memory.store.bulk_load() as bulk:
+            await fill(memory, gen, filled, size - ingest, {})
+            loaded = time.perf_counter()
+        finished = time.perf_counter()
+        fill_rate = max(size - ingest - filled, 0) / max(finished - started, 1e-9)
+        rate = await ingest_rate(memory, gen, conversational_texts(ingest // 2, size))
+        short_rate = await ingest_rate(memory, gen, short_facts(ingest // 2, size))
+        deferred = await deferred_rate(
+            memory, gen, conversational_texts(ingest // 2, size + 50_000_000)
+        )
+        names = [n.namespace for n in await memory.namespaces(prefix="bench-")]
+        scoped: list[str | None] = [names[int(p) % len(names)] for p in picks]
+        with_embedding = quantiles(await latencies(memory, query_texts, scoped))
+    async with Memory.open(path, embedder=CachedEmbedder(query_vectors)) as memory:
+        await latencies(memory, query_texts[:20], scoped[:20])  # warm the page cache
+        without = quantiles(await latencies(memory, query_texts, scoped))
+        unscoped = quantiles(await latencies(memory, query_texts[:20], [None] * 20))
+        concurrent, writer_rate = await under_writes(path, memory, query_texts, scoped)
+        size_mb = ((await memory.stats()).size_bytes or 0) / 1e6
+    return Figures(
+        size=size,
+        fill_rate=fill_rate,
+        index_build=finished - loaded if bulk else 0.0,
+        ingest_rate=rate,
+        short_rate=short_rate,
+        deferred=deferred,
+        scoped=without,
+        scoped_embedded=with_embedding,
+        unscoped=unscoped,
+        concurrent=concurrent,
+        writer_rate=writer_rate,
+        size_mb=size_mb,
+    )
 
 
 def plot_latency(names: list[str], runs: list[list[Figures]], path: Path) -> None:
@@ -449,12 +523,7 @@ async def run_all(
     runs: list[list[Figures]] = []
     with tempfile.TemporaryDirectory(prefix="phi-scale-") as tmp:
         for i, store in enumerate(stores):
-            if keep is not None and store == "sqlite":
-                runs.append(await measure(str(keep), sizes, queries, ingest, keep=keep))
-                continue
-            base = tmp if store == "sqlite" else store
-            async with scratch_location(base, f"scale{i}") as location:
-                runs.append(await measure(location, sizes, queries, ingest))
+            runs.append(await measure(store, i, sizes, queries, ingest, keep=keep, tmp=tmp))
     names = [s.split("?")[0] for s in stores]
     if len(runs) > 1:
         print_ratios(names, runs)
@@ -479,7 +548,10 @@ def main() -> None:
         help="`sqlite`, a folder, or a postgresql:// URL (repeatable; default: sqlite)",
     )
     parser.add_argument(
-        "--keep", type=Path, default=None, help="keep and reuse SQLite stores in this folder"
+        "--keep",
+        type=Path,
+        default=None,
+        help="keep and reuse the stores: SQLite's in this folder, PostgreSQL's as schemas",
     )
     parser.add_argument("--plot", type=Path, default=None, help="write a latency chart here")
     parser.add_argument("--ingest-into", default=None, help=argparse.SUPPRESS)

@@ -130,6 +130,46 @@ class RowStoreConformance(ReembedConformance):
         hits = await store.text_search(["same"], RowFilter(), limit=5)
         assert [h.row_id for h in hits] == [first.row_id]
 
+    async def test_a_bulk_load_stores_what_ordinary_writes_store(self, store: RowStore) -> None:
+        first, twin = make_row("crows remember faces"), make_row("crows remember faces")
+        other = make_row("ravens remember crows", namespace="ns-b")
+
+        Seen = tuple[list[tuple[str, float]], list[tuple[str, float]], list[tuple[str, str]]]
+
+        async def seen() -> tuple[Seen, dict[str, int]]:
+            near = await store.vector_search(vec(1, 1, 0, 0), RowFilter(), limit=5)
+            text = await store.text_search(["crows", "faces"], RowFilter(), limit=5)
+            edges = [(e.src, e.dst) for e in await store.edges([other.row_id])]
+            scored = (
+                [(h.row_id, round(h.score, 5)) for h in near],
+                [(h.row_id, round(h.score, 5)) for h in text],
+                edges,
+            )
+            return scored, await store.ref_counts(["alice.test"])
+
+        async with store.bulk_load():
+            back = await store.write(
+                [
+                    w(first, vec(1, 0, 0, 0), ("alice.test",)),
+                    w(twin, vec(0, 1, 0, 0), ("alice.test",)),
+                    w(other, vec(0, 0, 1, 0)),
+                ],
+                [Edge(src=twin.row_id, dst=other.row_id, edge_type="temporal")],
+            )
+            inside = await seen()
+        assert back == [first, first, other]
+        assert await seen() == inside
+        (near, text, edges), refs = inside
+        assert [i for i, _ in near] == [i for i, _ in text] == [first.row_id, other.row_id]
+        assert (edges, refs) == ([(first.row_id, other.row_id)], {"alice.test": 1})
+
+    async def test_a_store_holding_rows_keeps_the_ordinary_path(self, store: RowStore) -> None:
+        await store.write([w(make_row("already here"), vec(1, 0, 0, 0))], [])
+        async with store.bulk_load() as deferred:
+            assert deferred is False
+            await store.write([w(make_row("one more"), vec(0, 1, 0, 0))], [])
+        assert await store.count(RowFilter()) == 2
+
     async def test_a_repeated_row_within_one_write_is_stored_once(self, store: RowStore) -> None:
         a, b = make_row("twice"), make_row("twice")
         back = await store.write([w(a, vec(1, 0, 0, 0)), w(b, vec(1, 0, 0, 0))], [])

@@ -133,6 +133,8 @@ async def test_migrate_copies_everything(src_kind: str, dst_kind: str, tmp_path:
         assert (report.copied.rows, report.copied.edges, report.copied.marks) == (ROWS, 23, 13)
         assert (report.copied.state, report.copied.model_calls) == (4, 3)
         assert ("rows", ROWS, ROWS) in steps and ("edges", 23, 23) in steps
+        # Into an empty PostgreSQL store the rows go in as a bulk load, its index after them.
+        assert (("vector index", 1, 1) in steps) == (dst_kind == "postgresql")
         async with connected(dst_url) as dst:
             after = await snapshot(dst)
             assert after == before
@@ -269,6 +271,7 @@ def test_cli_migrate_sqlite_to_postgres_then_search_there(tmp_path: Path) -> Non
         assert json.loads(out)["results"][0]["content"] == "alice adopted a greyhound named Pixel"
         code, out = phi("memory", "migrate", "--from", db, "--to", url)
         assert code == 0 and "rows: 2 (this run copied 0)" in out and "verified" in out
+        assert "(0 rows/s copied)" in out
     export = tmp_path / "export.jsonl"
     code, out = phi("memory", "export", "--db", db, "-o", str(export))
     assert code == 0, out

@@ -13,7 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from phi.cli import app
-from phi.postgres import PostgresServerError, server_down, server_status, server_up
+from phi.postgres import (
+    PostgresServerError,
+    server_down,
+    server_status,
+    server_up,
+    vector_problem,
+)
+from phi.postgres.server import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION, _start
 from tests.postgres.schemas import server_url
 
 
@@ -65,3 +72,35 @@ def test_a_taken_port_is_refused_with_its_number(data_home: Path) -> None:
     port = int(server_url().rsplit(":", 1)[1].split("/")[0])  # the test server's port
     with pytest.raises(PostgresServerError, match=rf"port {port} on 127\.0\.0\.1 is taken"):
         server_up(data_home / "pg", port=port)
+
+
+def test_up_restarts_a_server_whose_install_has_gone(data_home: Path) -> None:
+    """A server started from an install that was then deleted (a removed virtual
+    environment) runs on but cannot load pgvector in new sessions: `up` notices by
+    loading it, and restarts the server from the current install."""
+    data, port = data_home / "pg", _free_port()
+    url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    install = data_home / "old-install"
+    shutil.copytree(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION].parent, install)
+    data.mkdir(mode=0o700)
+    try:
+        _start(data.resolve(), port, bin_path=install / "bin")
+        assert vector_problem(url) is None  # creates the extension while its file is there
+        before = server_status(data, port=port)
+        shutil.rmtree(install)
+        problem = vector_problem(url)
+        assert problem is not None and "vector" in problem
+        result = CliRunner().invoke(
+            app, ["postgres", "up", "--data-dir", str(data), "--port", str(port)]
+        )
+        assert result.exit_code == 0, result.output
+        said = " ".join(result.output.split())
+        assert f"(pid {before.pid}, {install}/bin/postgres (deleted)) could not load" in said
+        assert f"restarted it from {POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION]}" in said
+        assert result.output.strip().splitlines()[-1] == url
+        after = server_status(data, port=port)
+        assert after.running and after.pid != before.pid
+        assert vector_problem(url) is None
+        assert server_up(data, port=port).restarted is None  # nothing left to repair
+    finally:
+        server_down(data)

@@ -85,6 +85,7 @@ def migrate_command(
                 "target": report.target,
                 "copied": dataclasses.asdict(report.copied),
                 "counts": dataclasses.asdict(report.target_counts),
+                "seconds": round(report.seconds, 3),
             }
         )
         return
@@ -95,6 +96,8 @@ def migrate_command(
         total, new = getattr(counts, field.name), getattr(copied, field.name)
         console.print(f"  {name}: {total} (this run copied {new})", highlight=False)
     console.print("counts verified: the target holds what the source holds", highlight=False)
+    rate = copied.rows / report.seconds if report.seconds > 0 else 0.0
+    console.print(f"took {report.seconds:.1f} s ({rate:,.0f} rows/s copied)", highlight=False)
 
 
 @memory_app.command("import")

@@ -42,6 +42,8 @@ def up(data_dir: DataDir = None, port: Port = DEFAULT_PORT) -> None:
         status = server_up(_data_dir(data_dir), port=port)
     except PostgresServerError as exc:
         fail(str(exc), code=1)
+    if status.restarted is not None:
+        console.print(status.restarted, highlight=False)
     console.print(f"PostgreSQL with pgvector runs (pid {status.pid}, data {status.data_dir})")
     print(status.url)
 

@@ -11,6 +11,7 @@ from phi.postgres.server import (
     server_down,
     server_status,
     server_up,
+    vector_problem,
 )
 
 __all__ = [
@@ -20,4 +21,5 @@ __all__ = [
     "server_down",
     "server_status",
     "server_up",
+    "vector_problem",
 ]

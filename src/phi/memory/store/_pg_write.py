@@ -9,12 +9,14 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+import numpy as np
 from psycopg.types.json import Jsonb
 
 from phi.errors import RowNotFound, StoreError
 from phi.memory.model import Edge, Row, Status
+from phi.memory.store._pg_copy import copy_postings, copy_vectors
 from phi.memory.store._pg_schema import Conn
-from phi.memory.store._pg_sql import ROW_COLUMNS, internal_ids, row_from, vector_literal
+from phi.memory.store._pg_sql import ROW_COLUMNS, internal_ids, row_from
 from phi.memory.store._pg_text import Tokenizer
 from phi.memory.store.base import RowWrite
 
@@ -100,36 +102,24 @@ async def upsert_rows(
 async def _index_new(
     conn: Conn,
     items: Sequence[RowWrite],
-    postings: Sequence[tuple[Counter[str], int]],
+    row_postings: Sequence[tuple[Counter[str], int]],
     ids: dict[str, int],
 ) -> None:
     """Vectors, postings, statistics and references of freshly inserted rows."""
     rids = [ids[item.row.row_id] for item in items]
     # A row without a vector waits for `add_vectors` (`_pg_queue`): no row_vectors entry.
-    embedded = [(rid, item.vector) for rid, item in zip(rids, items, strict=True)]
-    await conn.execute(
-        "INSERT INTO row_vectors (id, embedding)"
-        " SELECT i, v::vector FROM unnest(%s::bigint[], %s::text[]) AS u(i, v)",
-        (
-            [rid for rid, v in embedded if v is not None],
-            [vector_literal(v) for _, v in embedded if v is not None],
-        ),
-    )
-    terms, namespaces, term_ids, tfs = [], [], [], []
+    embedded = [
+        (rid, item.vector) for rid, item in zip(rids, items, strict=True) if item.vector is not None
+    ]
+    if embedded:
+        await copy_vectors(conn, [rid for rid, _ in embedded], np.stack([v for _, v in embedded]))
+    postings: list[tuple[str, str, int, int]] = []
     df: Counter[str] = Counter()
-    for item, rid, (counts, _) in zip(items, rids, postings, strict=True):
-        for term, tf in counts.items():
-            terms.append(term)
-            namespaces.append(item.row.namespace)
-            term_ids.append(rid)
-            tfs.append(tf)
+    for item, rid, (counts, _) in zip(items, rids, row_postings, strict=True):
+        postings.extend((term, item.row.namespace, rid, tf) for term, tf in counts.items())
         df.update(counts.keys())
-    if terms:
-        await conn.execute(
-            "INSERT INTO row_terms (term, namespace, id, tf)"
-            " SELECT * FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::int[])",
-            (terms, namespaces, term_ids, tfs),
-        )
+    if postings:
+        await copy_postings(conn, postings)
         ordered = sorted(df)
         await conn.execute(
             "INSERT INTO term_df (term, df)"
@@ -139,7 +129,7 @@ async def _index_new(
         )
     await conn.execute(
         "UPDATE text_stats SET n_rows = n_rows + %s, total_len = total_len + %s",
-        (len(items), sum(length for _, length in postings)),
+        (len(items), sum(length for _, length in row_postings)),
     )
     refs = [(ref, rid) for item, rid in zip(items, rids, strict=True) for ref in set(item.refs)]
     if refs:

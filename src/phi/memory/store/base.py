@@ -13,6 +13,7 @@ behaviour every backend shares, so SQLite, PostgreSQL and TurboPuffer stay inter
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Final, Protocol
@@ -254,6 +255,18 @@ class RowStore(Protocol):
         transaction: a row whose identity is already stored (written by another process a
         moment ago, say) is not inserted again, and edges naming it are redirected to the
         stored row. Returns the stored row for each write, in order.
+        """
+        ...
+
+    def bulk_load(self) -> AbstractAsyncContextManager[bool]:
+        """A block for writing many rows into an empty store (a migration, a benchmark's
+        fill): inside it the backend may defer index upkeep, which it finishes on leaving
+        the block, even when the block raised. Yields whether it does.
+
+        Writes and reads inside the block behave as outside it (the same upserts, the same
+        results); only their speed changes. A store holding rows, or open in another
+        process, keeps the ordinary path (yields False), as does a backend with nothing to
+        defer. A load interrupted by a crash is finished when the store is next opened.
         """
         ...
 

@@ -5,7 +5,9 @@ first takes the store's write lock (a row lock, so writers queue as in SQLite wh
 readers never wait), which keeps the BM25 statistics exact and makes the identity upsert
 safe across processes. Reads run in their own transactions. Any driver error surfaces as
 `StoreError`. The SQL lives in `_pg_sql` (rows, edges, vectors, text) and `_pg_learning`
-(the ledger); migrations in `_pg_schema`; BM25 scoring in `_pg_text`.
+(the ledger); migrations in `_pg_schema`; BM25 scoring in `_pg_text`; vectors and postings
+go in by binary COPY (`_pg_copy`); a bulk load into an empty store builds the HNSW index
+once at the end (`_pg_bulk`).
 
 The server needs PostgreSQL 13 or later with the `vector` extension (pgvector 0.8 or
 later for iterative index scans); `phi postgres up` starts such a server locally.
@@ -14,11 +16,13 @@ later for iterative index scans); `phi postgres up` starts such a server locally
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from functools import partial
 from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+import anyio
 import numpy as np
 import numpy.typing as npt
 import psycopg
@@ -26,7 +30,7 @@ import psycopg_pool
 
 from phi.errors import EmbedderMismatch, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
-from phi.memory.store import _pg_forget
+from phi.memory.store import _pg_bulk, _pg_forget
 from phi.memory.store import _pg_learning as learning_sql
 from phi.memory.store import _pg_queue as queue_sql
 from phi.memory.store import _pg_reembed as reembed_sql
@@ -76,6 +80,10 @@ class PostgresStore:
         self._pool: psycopg_pool.AsyncConnectionPool[Conn] | None = None
         self._embedding: EmbeddingSpec | None = None
         self._tokenizer: Tokenizer | None = None
+        self._key = 0
+        """The store's advisory lock key (its schema's), known once connected."""
+        self._own_pids: set[int] = set()
+        """Server processes of this store's pool (they hold its presence lock)."""
 
     @property
     def location(self) -> str:
@@ -88,10 +96,14 @@ class PostgresStore:
         # the driver's own reason, where the pool would retry until its timeout.
         try:
             async with await psycopg.AsyncConnection.connect(
-                self._url, connect_timeout=int(CONNECT_TIMEOUT_S)
+                self._url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S)
             ) as conn:
                 await apply_migrations(conn)
                 self._embedding = await self._read_embedding(conn)
+                cur = await conn.execute("SELECT current_schema()")
+                (schema,) = await cur.fetchone() or (None,)
+                self._key = _pg_bulk.schema_key(str(schema))
+                await _pg_bulk.recover(conn, self._key)
         except psycopg.Error as exc:
             raise StoreError(
                 f"cannot open the PostgreSQL store at {self.location!r}: {exc}"
@@ -105,6 +117,7 @@ class PostgresStore:
             # Reads are mostly one statement: autocommit spares them a BEGIN and a COMMIT
             # round trip each. Writes open their transaction explicitly.
             kwargs={"autocommit": True},
+            configure=self._announce,
         )
         try:
             await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
@@ -113,6 +126,11 @@ class PostgresStore:
             raise StoreError(f"cannot open the PostgreSQL store at {self.location!r}") from exc
         self._pool = pool
         self._tokenizer = Tokenizer()
+
+    async def _announce(self, conn: Conn) -> None:
+        # Every pool connection says the store is open here (see `_pg_bulk`).
+        await _pg_bulk.announce(conn, self._key)
+        self._own_pids.add(conn.info.backend_pid)
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -179,6 +197,32 @@ class PostgresStore:
             return stored
 
         self._embedding = await self._write(bind)
+
+    # -- loading many rows (`_pg_bulk`) ------------------------------------------------
+
+    @asynccontextmanager
+    async def bulk_load(self) -> AsyncIterator[bool]:
+        self._ready()
+        try:
+            loader = await _pg_bulk.begin(self._url, self._key, self._own_pids)
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
+        if loader is None:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            # The index is built even when the load failed or was cancelled: the rows
+            # written are stored and must be searchable.
+            with anyio.CancelScope(shield=True):
+                try:
+                    await _pg_bulk.finish(loader)
+                except psycopg.Error as exc:
+                    raise StoreError(
+                        f"PostgreSQL store {self.location!r}: building the vector index"
+                        f" after a bulk load failed ({exc}); the next open tries again"
+                    ) from exc
 
     # -- moving to another embedding model (`_pg_reembed`) ------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -273,6 +274,11 @@ class SQLiteStore:
             return stored
 
         return await self._write(write)
+
+    @asynccontextmanager
+    async def bulk_load(self) -> AsyncIterator[bool]:
+        # Nothing to defer: sqlite-vec's vec0 table keeps no graph to update per row.
+        yield False
 
     async def add_edges(self, edges: Sequence[Edge]) -> None:
         await self._write(partial(sql.insert_edges, edges=edges))
