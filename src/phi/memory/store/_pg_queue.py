@@ -33,15 +33,21 @@ async def select_unembedded(conn: Conn, limit: int) -> list[Row]:
 
 
 async def count_unembedded(conn: Conn, where: RowFilter) -> int:
-    """Queued rows `where` admits, found through the queue's namespace index; an empty
-    queue is seen first and answers 0 without planning the join (its statistics may say
-    otherwise just after a backlog was drained)."""
+    """Queued rows `where` admits. An empty queue (the usual case) answers from a statement
+    without parameters, planned once; otherwise the queue's rows in scope are found by its
+    namespace index and each looked up in `rows` by key. `OFFSET 0` keeps the planner from
+    walking the scope's rows and probing the queue instead, as it chose while the queue's
+    statistics said it was empty."""
+    cur = await conn.execute("SELECT EXISTS (SELECT 1 FROM embed_queue)")
+    (waiting,) = await cur.fetchone() or (False,)
+    if not waiting:
+        return 0
     cond, params = where_sql(where)
-    if where.namespaces is not None:
-        cond = f"q.namespace = ANY(%(w_namespace)s) AND {cond}"
+    scope = "q.namespace = ANY(%(w_namespace)s)" if where.namespaces is not None else "true"
     cur = await conn.execute(
-        "SELECT CASE WHEN EXISTS (SELECT 1 FROM embed_queue) THEN (SELECT count(*)"
-        f" FROM embed_queue q JOIN rows r ON r.id = q.id WHERE {cond}) ELSE 0 END",
+        "SELECT count(*) FROM embed_queue q CROSS JOIN LATERAL"
+        f" (SELECT 1 FROM rows r WHERE r.id = q.id AND {cond} OFFSET 0) AS admitted"
+        f" WHERE {scope}",
         params,
     )
     (n,) = await cur.fetchone() or (0,)
