@@ -20,7 +20,12 @@ from phi.postgres import (
     server_up,
     vector_problem,
 )
-from phi.postgres.server import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION, _start
+from phi.postgres.server import (
+    POSTGRES_VERSIONS,
+    TARGET_POSTGRES_VERSION,
+    _start,
+    shared_buffers_mb,
+)
 from tests.postgres.schemas import server_url
 
 
@@ -57,7 +62,11 @@ def test_up_is_idempotent_serves_pgvector_on_loopback_and_down_stops_it(data_hom
             (version,) = conn.execute(
                 "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
             ).fetchone() or ("",)
+            (buffers_mb,) = conn.execute(
+                "SELECT setting::bigint * 8 / 1024 FROM pg_settings WHERE name = 'shared_buffers'"
+            ).fetchone() or (0,)
         assert version.startswith("0.8")
+        assert buffers_mb == shared_buffers_mb() > 128  # not PostgreSQL's own 128 MB
         with pytest.raises(PostgresServerError, match=r"already runs on '127\.0\.0\.1' port"):
             server_up(data, port=port + 1 if port < 65535 else port - 1)
     finally:
@@ -104,3 +113,11 @@ def test_up_restarts_a_server_whose_install_has_gone(data_home: Path) -> None:
         assert server_up(data, port=port).restarted is None  # nothing left to repair
     finally:
         server_down(data)
+
+
+@pytest.mark.parametrize(
+    ("memory_mb", "expected"),
+    [(512, 128), (4096, 1024), (16384, 4096), (65536, 4096)],
+)
+def test_shared_buffers_are_a_quarter_of_memory_within_bounds(memory_mb: int, expected: int) -> None:
+    assert shared_buffers_mb(memory_mb) == expected
