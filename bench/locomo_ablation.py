@@ -95,7 +95,7 @@ def variants() -> dict[str, RecallRecipe]:
         "+ pseudo-relevance feedback 3 / 0.3": replace(d, feedback_rows=3, feedback_weight=0.3),
         "+ reference edges": replace(d, smooth_types=("temporal", "reference")),
         "+ semantic edges": replace(d, smooth_types=("temporal", "semantic")),
-        "candidates 150": replace(d, candidates=150),
+        "candidates 100": replace(d, candidates=100),
         "candidates 200": replace(d, candidates=200),
         "candidates 300": replace(d, candidates=300),
         "dense weight 0.4": replace(d, dense_weight=0.4),
