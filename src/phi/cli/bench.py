@@ -204,10 +204,14 @@ def print_locomo(result: LocomoResult) -> None:
         "all", str(len(result.questions)), *(f"{result.recall(k):.3f}" for k in KS), style="bold"
     )
     console.print(table)
-    rate = result.turns / result.ingest_seconds if result.ingest_seconds else float("nan")
+    ingest = (
+        f"ingest: {result.turns} turns in {result.ingest_seconds:.1f} s "
+        f"({result.turns / result.ingest_seconds:.0f} turns/s, embedding included)"
+        if result.turns and result.ingest_seconds
+        else "ingest: none (every conversation was in its kept store)"
+    )
     console.print(
-        f"ingest: {result.turns} turns in {result.ingest_seconds:.1f} s ({rate:.0f} turns/s, "
-        f"embedding included); recall latency p50 {result.latency_ms(0.5):.1f} ms, "
+        f"{ingest}; recall latency p50 {result.latency_ms(0.5):.1f} ms, "
         f"p95 {result.latency_ms(0.95):.1f} ms (query embedding included)"
     )
 
