@@ -391,7 +391,8 @@ async def measure(
                 path, size, filled, ingest, gen, minilm, query_vectors, picks
             )
         print(
-            f"| {size:,} | {found.fill_rate:,.0f}"
+            f"| {size:,} | "
+            + (f"{found.fill_rate:,.0f}" if found.fill_rate else "kept")
             + (f" ({found.index_build:.0f} s)" if found.index_build else "")
             + f" | {found.ingest_rate:,.0f} | {found.short_rate:,.0f} | "
             f"{found.deferred[0]:,.0f} ({found.deferred[1]:,.0f}; {found.deferred[2]:.1f} s) | "
@@ -485,6 +486,12 @@ def plot_latency(names: list[str], runs: list[list[Figures]], path: Path) -> Non
     plt.close(fig)
 
 
+def ratio(value: float, base: float) -> str:
+    """`value / base` as `1.23x`; `-` where either was not measured (a kept store that
+    needed no fill has no fill rate)."""
+    return f"{value / base:.2f}x" if value and base else "-"
+
+
 def print_ratios(names: list[str], runs: list[list[Figures]]) -> None:
     """Each store's figures divided by the first store's (above 1: more rows/s, or slower)."""
     columns = [
@@ -502,7 +509,7 @@ def print_ratios(names: list[str], runs: list[list[Figures]]) -> None:
     for name, run in zip(names[1:], runs[1:], strict=True):
         for base, other in zip(runs[0], run, strict=True):
             print(
-                f"| {name} | {other.size:,} | {other.fill_rate / base.fill_rate:.2f}x | "
+                f"| {name} | {other.size:,} | {ratio(other.fill_rate, base.fill_rate)} | "
                 f"{other.ingest_rate / base.ingest_rate:.2f}x | "
                 f"{other.short_rate / base.short_rate:.2f}x | "
                 f"{other.scoped[0] / base.scoped[0]:.2f}x / "
