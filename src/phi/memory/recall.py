@@ -64,7 +64,7 @@ class RecallRecipe:
     candidates: int = 150
     """How many rows each retriever proposes. 150 over 100: R@5 +0.012 on the development
     split, no category losing more than one question; at a million rows it costs a scoped
-    search ~0.04 ms (`bench/candidates.py`)."""
+    search 0.19 ms p50 on an idle machine, 6.33 -> 6.56 ms (`bench/candidates.py`)."""
     dense_weight: float = 0.5
     """Share of the dense score in the fused score; BM25 gets the rest. Each retriever's
     scores are divided by its best score first, so the two are on one scale."""
