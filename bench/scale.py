@@ -426,10 +426,13 @@ async def measure_size(
             loaded = time.perf_counter()
         finished = time.perf_counter()
         fill_rate = max(size - ingest - filled, 0) / max(finished - started, 1e-9)
-        rate = await ingest_rate(memory, gen, conversational_texts(ingest // 2, size))
-        short_rate = await ingest_rate(memory, gen, short_facts(ingest // 2, size))
+        # Past every text an earlier run wrote into a kept store: a text written again
+        # would be deduplicated, not embedded, and the rate meaningless.
+        fresh = size + filled
+        rate = await ingest_rate(memory, gen, conversational_texts(ingest // 2, fresh))
+        short_rate = await ingest_rate(memory, gen, short_facts(ingest // 2, fresh))
         deferred = await deferred_rate(
-            memory, gen, conversational_texts(ingest // 2, size + 50_000_000)
+            memory, gen, conversational_texts(ingest // 2, fresh + 50_000_000)
         )
         names = [n.namespace for n in await memory.namespaces(prefix="bench-")]
         scoped: list[str | None] = [names[int(p) % len(names)] for p in picks]
