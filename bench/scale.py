@@ -9,8 +9,9 @@ Repeat it to measure several stores on the same data; the last table then gives 
 store's figures as a ratio to the first's. Each size is measured on a store of its own.
 `--keep DIR` keeps them and reuses them on the next run, topped up to the size if they
 hold fewer rows: SQLite's as `DIR/scale-<rows>.db`, PostgreSQL's as the schema
-`phi_scale_<rows>` of the URL's database (a million rows take ~10 minutes to fill on
-SQLite, ~30 on PostgreSQL). `--plot FILE` draws scoped latency against rows (log scale).
+`phi_scale_<rows>` of the URL's database (a million rows take ~7 minutes to fill on
+SQLite, ~17 on PostgreSQL); a rerun measures again without filling, and writes texts no run
+wrote before. `--plot FILE` draws scoped latency against rows (log scale).
 
 The store is filled through the store API, as a bulk load (`RowStore.bulk_load`: the
 PostgreSQL store builds its HNSW index once, after the rows; the fill rate includes that
