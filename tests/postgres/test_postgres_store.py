@@ -23,7 +23,7 @@ from phi.memory.store import (
     open_store,
 )
 from tests.memory.conformance import CONFORMANCE_SPEC, StoreConformance, make_row, vec, w
-from tests.postgres.schemas import server_url
+from tests.postgres.schemas import in_schema, server_url
 
 pytestmark = pytest.mark.anyio
 
@@ -52,6 +52,18 @@ async def test_unreachable_server_is_a_store_error() -> None:
     store = PostgresStore("postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=1")
     with pytest.raises(StoreError, match="cannot open the PostgreSQL store"):
         await store.connect()
+
+
+async def test_a_search_path_naming_a_missing_schema_is_refused_and_creates_nothing() -> None:
+    # Without the check, PostgreSQL falls through to the next schema on the path (public)
+    # and the store's tables and rows land there, silently.
+    missing = f"t_missing_{uuid.uuid4().hex[:12]}"
+    store = PostgresStore(in_schema(server_url(), missing))
+    with pytest.raises(StoreError, match=rf"schema {missing!r}, .*does not exist.*CREATE SCHEMA"):
+        await store.connect()
+    async with await psycopg.AsyncConnection.connect(server_url(), autocommit=True) as conn:
+        cur = await conn.execute("SELECT to_regclass('public.phi_migrations') IS NULL")
+        assert (await cur.fetchone() or (False,))[0]
 
 
 async def test_bm25_matches_the_sqlite_store(pg_url: str, tmp_path: Path) -> None:

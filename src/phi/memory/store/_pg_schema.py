@@ -21,6 +21,7 @@ __all__ = [
     "build_memory",
     "create_vector_index",
     "create_vector_table",
+    "missing_schema",
 ]
 
 Conn = psycopg.AsyncConnection[tuple[Any, ...]]
@@ -33,6 +34,23 @@ BUILD_MEMORY_MAX: Final = 4 << 30
 """The most memory an HNSW index build asks the server for (`maintenance_work_mem`, for
 one transaction): a million 384-d vectors need ~2.8 GB. A server that cannot give it
 fails the build with an out-of-memory error; a larger graph is finished on disk."""
+
+
+async def missing_schema(conn: Conn) -> str | None:
+    """The schema the connection's `search_path` names first, when it does not exist.
+
+    PostgreSQL passes over a missing schema in the path and creates tables in the next
+    one (usually `public`): a store whose schema was misspelt or dropped would silently
+    land there, beside another store's tables.
+    """
+    cur = await conn.execute("SELECT current_setting('search_path'), current_schemas(false)")
+    path, existing = await cur.fetchone() or ("", [])
+    for entry in (e.strip() for e in str(path).split(",")):
+        if not entry or entry == '"$user"' or entry == "$user":
+            continue  # PostgreSQL's default first entry: the role's schema, if any
+        name = entry[1:-1].replace('""', '"') if entry.startswith('"') else entry.lower()
+        return None if name in existing else name
+    return None
 
 
 def migration(fn: Migration) -> Migration:

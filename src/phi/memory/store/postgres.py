@@ -37,7 +37,12 @@ from phi.memory.store import _pg_reembed as reembed_sql
 from phi.memory.store import _pg_sql as sql
 from phi.memory.store import _pg_write as write_sql
 from phi.memory.store._pg_hybrid import hybrid
-from phi.memory.store._pg_schema import Conn, apply_migrations, create_vector_table
+from phi.memory.store._pg_schema import (
+    Conn,
+    apply_migrations,
+    create_vector_table,
+    missing_schema,
+)
 from phi.memory.store._pg_text import Tokenizer, query_tokens
 from phi.memory.store.base import (
     EmbeddingSpec,
@@ -98,6 +103,12 @@ class PostgresStore:
             async with await psycopg.AsyncConnection.connect(
                 self._url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_S)
             ) as conn:
+                if (schema := await missing_schema(conn)) is not None:
+                    raise StoreError(
+                        f"schema {schema!r}, first on the search path of {self.location!r},"
+                        f" does not exist; create it (CREATE SCHEMA {schema}) or fix the"
+                        " URL's search_path"
+                    )
                 await apply_migrations(conn)
                 self._embedding = await self._read_embedding(conn)
                 cur = await conn.execute("SELECT current_schema()")
