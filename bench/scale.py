@@ -471,7 +471,8 @@ def plot_latency(names: list[str], runs: list[list[Figures]], path: Path) -> Non
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for name, run in zip(names, runs, strict=True):
+    for store, run in zip(names, runs, strict=True):
+        name = "PostgreSQL" if is_postgres(store) else "SQLite"  # a URL makes a long label
         sizes = [f.size for f in run]
         ax.plot(sizes, [f.scoped[0] for f in run], marker="o", label=f"{name}: cached vector")
         ax.plot(
