@@ -28,7 +28,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).parent))
 from phi.memory import Memory, MiniLMEmbedder
 from phi.memory.recall import DEFAULT_RECIPE, RecallRecipe
-from scale import CachedEmbedder, Generator
+from scale import CachedEmbedder, Generator, quantiles
 
 
 async def run(store: str, counts: list[int], queries: int) -> None:
@@ -54,12 +54,9 @@ async def run(store: str, counts: list[int], queries: int) -> None:
         f"{base} ms |\n|---|---|---|---|"
     )
     for n in counts:
-        ordered = sorted(times[n])
+        p50, p95 = quantiles(times[n])
         diff = statistics.median(a - b for a, b in zip(times[n], times[base], strict=True))
-        print(
-            f"| {n} | {statistics.median(ordered):.2f} | "
-            f"{ordered[int(0.95 * (len(ordered) - 1))]:.2f} | {diff:+.2f} |"
-        )
+        print(f"| {n} | {p50:.2f} | {p95:.2f} | {diff:+.2f} |")
 
 
 async def timed(memory: Memory, text: str, scope: str, recipe: RecallRecipe) -> float:
