@@ -109,8 +109,6 @@ class RecallRecipe:
     date_weight: float = 0.5
     """Lift (times its own relevance) for a row written near a date the query names
     ("on 7 July, 2023", "in May 2022"; `phi.memory._dates`); 0: off."""
-    smooth_later: float = 1.0
-    """EXPERIMENT: multiplier for borrowing from later rows (earlier get 2 - this)."""
     date_every_year: bool = True
     """Whether a month named without a year ("camping in June") counts: that month of
     any year."""
@@ -217,7 +215,6 @@ def smooth_scores(
     hops: int,
     reached: Collection[str] | None = None,
     cap: float | None = None,
-    later: float = 1.0,
 ) -> dict[str, float]:
     """`S'(x) = S(x) + weight * sum over d in 1..hops of decay**(d-1) * B_d(x)`, where
     `B_d(x)` is the best score `d` hops away, at most `cap * S(x)` when a cap is given.
@@ -244,7 +241,7 @@ def smooth_scores(
             if not frontier:
                 break
             seen |= frontier
-            best = max(scores.get(n, 0.0) * (later if n > node else 2.0 - later) for n in frontier)
+            best = max(scores.get(n, 0.0) for n in frontier)
             if cap is not None:
                 best = min(best, cap * scores.get(node, 0.0))
             total += weight * decay ** (d - 1) * best
@@ -329,7 +326,6 @@ async def recall(
             hops=recipe.smooth_hops,
             reached=_reached(fused, recipe),
             cap=recipe.smooth_cap,
-            later=recipe.smooth_later,
         )
         if signals.adjacency
         else fused
