@@ -74,6 +74,13 @@ def variants() -> dict[str, RecallRecipe]:
             d, date_before_days=0.0, date_after_days=14.0
         ),
         "date lift, slack 1 day before / 3 after": replace(d, date_after_days=3.0),
+        "- thread lift": replace(d, thread_weight=0.0),
+        "thread lift 0.4": replace(d, thread_weight=0.4),
+        "thread lift 1.0": replace(d, thread_weight=1.0),
+        "- question discount": replace(d, question_weight=0.0),
+        "question discount 0.2": replace(d, question_weight=0.2),
+        "question discount 0.5": replace(d, question_weight=0.5),
+        "- thread lift and question discount": replace(d, thread_weight=0.0, question_weight=0.0),
         "- speaker expansion": replace(d, speaker_weight=0.0),
         "- score floors (max-normalised)": replace(d, absolute_scores=False),
         "- reached-only smoothing": replace(d, smooth_reached_only=False),

@@ -372,7 +372,12 @@ class RowStoreConformance(ReembedConformance):
 
     async def test_hybrid_agrees_with_the_stepwise_definition(self, store: RowStore) -> None:
         rows = [
-            make_row(f"turn {i} about {'crows' if i % 3 == 0 else 'tea'}", at=i) for i in range(9)
+            make_row(
+                f"turn {i} about {'crows' if i % 3 == 0 else 'tea'}",
+                at=i,
+                meta={"thread": f"talk-{i // 5}"} if i != 4 else {},
+            )
+            for i in range(9)
         ]
         other = make_row("crows elsewhere", namespace="ns-b")
         vectors = [vec(1, i / 9, (i % 3) / 3, 0.1) for i in range(9)]
@@ -398,10 +403,14 @@ class RowStoreConformance(ReembedConformance):
             k: sorted(v) for k, v in slow.adjacency.items()
         }
         assert fast.contents == slow.contents
+        assert fast.threads == slow.threads
         assert fast.unembedded == slow.unembedded == 0
         by_id = {r.row_id: r.content for r in [*rows, other]}
         hit_ids = {h.row_id for h in [*fast.dense, *fast.text]}
         assert fast.contents == {i: by_id[i] for i in hit_ids}
+        threads = {r.row_id: r.meta["thread"] for r in rows if "thread" in r.meta}
+        assert fast.threads == {i: threads[i] for i in hit_ids if i in threads}
+        assert len(set(fast.threads.values())) == 2
         assert len(fast.adjacency) == 5 and other.row_id not in fast.adjacency
         assert other.row_id not in {h.row_id for h in [*fast.dense, *fast.text]}
 

@@ -93,10 +93,11 @@ async def test_a_row_written_on_the_named_date_comes_first(memory: Memory) -> No
     for when, first in (("on 9 June, 2023", june), ("in March 2023", march)):
         found = await memory.search(f"What did alice bake {when}?", namespace=ALICE, now=now)
         assert [r.row.row_id for r in found] == [first, ({march, june} - {first}).pop()]
-    # Smoothing off, so no row borrows from a lifted neighbour: the row written that day
-    # scores exactly 1 + date_weight times its score without the lift, the other its own.
+    # Smoothing and the thread lift off, so no row borrows from a lifted neighbour nor is
+    # lifted by its own lifted score: the row written that day scores exactly
+    # 1 + date_weight times its score without the lift, the other its own.
     query = "What did alice bake on 9 June, 2023?"
-    on = replace(memory.recipe, smooth_types=())
+    on = replace(memory.recipe, smooth_types=(), thread_weight=0.0)
     off = replace(on, date_weight=0.0)
     scores = []
     for recipe in (on, off):

@@ -7,9 +7,12 @@ import pytest
 
 from phi.memory._rerank import (
     absolute_relevance,
+    discount_questions,
     feedback_vector,
+    question_share,
     speaker_boost,
     speaker_of,
+    thread_lift,
     window_dense,
 )
 from phi.memory.recall import (
@@ -114,3 +117,54 @@ def test_window_scores_a_row_with_its_neighbours() -> None:
     query = np.array([1.0, 0.0], dtype=np.float32)
     out = window_dense(query, vectors, {"yes": ["q"]}, ["yes", "missing"])
     assert out == pytest.approx({"yes": 1 / np.sqrt(2)})
+
+
+def test_thread_lift_follows_the_best_row_of_each_thread_squared() -> None:
+    scores = {"a1": 1.2, "a2": 0.3, "b1": 0.5, "b2": 0.2, "alone": 0.5}
+    threads = {"a1": "a", "a2": "a", "b1": "b", "b2": "b"}
+    lifted = thread_lift(scores, threads, weight=0.6)
+    # Thread a's best is past 1 and counts as 1; thread b's is 0.5, squared 0.25; a row
+    # without a thread is a thread of its own.
+    assert lifted["a1"] == pytest.approx(1.2 * 1.6)
+    assert lifted["a2"] == pytest.approx(0.3 * 1.6)
+    assert lifted["b1"] == pytest.approx(0.5 * 1.15)
+    assert lifted["b2"] == pytest.approx(0.2 * 1.15)
+    assert lifted["alone"] == pytest.approx(0.5 * 1.15)
+    assert lifted["a2"] > lifted["b2"] * 2
+    assert thread_lift(scores, threads, weight=0.0) == scores
+
+
+@pytest.mark.parametrize(
+    ("content", "share"),
+    [
+        ("alice: I baked a lemon cake.", 0.0),
+        ("bob: What games do you play?", 1.0),
+        ("bob: Nice! What games do you play?", 0.5),
+        ("bob: Did you go? I went yesterday", 0.5),
+        ('bob: She asked "are you coming?" I said no.', 0.5),
+        ("bob: see https://example.com/a?b=c for more", 0.0),
+        ("bob: Really?! Wow. Tell me more!", 1 / 3),
+    ],
+)
+def test_question_share_counts_the_sentences_that_ask(content: str, share: float) -> None:
+    assert question_share(content) == pytest.approx(share)
+
+
+def test_discount_questions_lowers_rows_that_ask_and_reads_only_the_head() -> None:
+    contents = {
+        "ask": "bob: What games do you play?",
+        "answer": "alice: Mostly chess and go.",
+        "half": "bob: Cool. Do you play online?",
+    }
+    scores = {"ask": 1.0, "answer": 0.9, "half": 0.8, "far": 0.1}
+    out = discount_questions(scores, contents, weight=0.3, keep=3)
+    assert out == pytest.approx({"ask": 0.7, "answer": 0.9, "half": 0.8 * 0.85, "far": 0.1})
+    assert max(out, key=out.__getitem__) == "answer"
+    # A row under (1 - weight) times the keep-th best score cannot reach the best `keep`:
+    # it is left as it is (its content is never read, and may be missing).
+    far = {"ask": 1.0, "answer": 0.9, "ask2": 0.2}
+    shallow = discount_questions(
+        far, {"ask": contents["ask"], "answer": contents["answer"]}, weight=0.3, keep=2
+    )
+    assert shallow["ask2"] == 0.2
+    assert discount_questions(scores, contents, weight=0.0, keep=3) == scores

@@ -4,6 +4,7 @@ by its neighbours unless the query reached it itself."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
@@ -65,3 +66,39 @@ async def test_smoothing_never_lifts_a_row_the_query_did_not_reach(memory: Memor
     # The bus row sits next to a strong match but shares nothing with the query: its score
     # is its own, not borrowed.
     assert bus.score == pytest.approx(bus_alone.score, rel=1e-6)
+
+
+async def test_a_turn_that_only_asks_ranks_below_the_turn_that_answers(memory: Memory) -> None:
+    def turn(speaker: str, text: str, minutes_ago: int) -> NewRow:
+        at = utc_now() - timedelta(minutes=minutes_ago)
+        return NewRow.interaction(
+            [Turn(speaker=speaker, text=text)], namespace=ALICE, thread="games", created_at=at
+        )
+
+    ask = await memory.remember(turn("bob", "Which board games do you play, alice?", 2))
+    answer = await memory.remember(turn("alice", "Mostly chess and go, every weekend.", 1))
+    query = "which board games does she play?"
+    found = await memory.search(query, namespace=ALICE, limit=2)
+    assert [r.row.row_id for r in found] == [answer.row_id, ask.row_id]
+    # Without the discount the question's own words put it first.
+    plain = replace(memory.recipe, question_weight=0.0)
+    found = await memory.search(query, namespace=ALICE, limit=2, recipe=plain)
+    assert [r.row.row_id for r in found] == [ask.row_id, answer.row_id]
+
+
+async def test_a_row_in_the_thread_of_a_strong_match_is_lifted(memory: Memory) -> None:
+    def turn(text: str, thread: str) -> NewRow:
+        return NewRow.interaction(
+            [Turn(speaker="alice", text=text)], namespace=ALICE, thread=thread
+        )
+
+    await memory.remember(turn("I adopted a grey kitten called Miso from the shelter", "cats"))
+    near = await memory.remember(turn("the shelter had so many animals waiting", "cats"))
+    far = await memory.remember(turn("the shelter had so many animals waiting today", "other"))
+    query = "when did alice adopt a kitten from the shelter?"
+    off = replace(memory.recipe, smooth_types=(), thread_weight=0.0)
+    on = replace(off, thread_weight=0.6)
+    plain = {r.row.row_id: r.score for r in await memory.search(query, namespace=ALICE, recipe=off)}
+    lifted = {r.row.row_id: r.score for r in await memory.search(query, namespace=ALICE, recipe=on)}
+    assert lifted[near.row_id] / plain[near.row_id] > lifted[far.row_id] / plain[far.row_id]
+    assert lifted[near.row_id] / plain[near.row_id] <= 1.6 + 1e-9

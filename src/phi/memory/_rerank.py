@@ -4,7 +4,9 @@ Each one is a knob of `RecallRecipe` measured on its own (`bench/locomo_ablation
 - `absolute_relevance`: a score with a stable meaning, the same yardstick for every query;
 - `window_dense`: how well a row *with its neighbouring turns* matches the query;
 - `speaker_boost`: rows said by a person the query names;
-- `feedback_vector`: the query moved towards its best rows (pseudo-relevance feedback).
+- `feedback_vector`: the query moved towards its best rows (pseudo-relevance feedback);
+- `thread_lift`: rows in the conversation that holds the query's strong matches;
+- `discount_questions`: rows that only ask.
 """
 
 from __future__ import annotations
@@ -20,14 +22,18 @@ from phi.memory.store.base import Hit
 
 __all__ = [
     "absolute_relevance",
+    "discount_questions",
     "feedback_vector",
+    "question_share",
     "speaker_boost",
     "speaker_of",
+    "thread_lift",
     "window_dense",
 ]
 
 _SPEAKER: Final = re.compile(r"^\s*([^\s:][^:\n]{0,40}):\s")
 _WORD: Final = re.compile(r"\w+")
+_SENTENCE_END: Final = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s|$)")
 
 Vector = npt.NDArray[np.float32]
 
@@ -108,3 +114,59 @@ def feedback_vector(query: Vector, best: Sequence[Vector], *, weight: float) -> 
     moved = query + weight * np.mean(np.stack(best), axis=0)
     norm = float(np.linalg.norm(moved))
     return (moved / norm).astype(np.float32) if norm > 0.0 else query
+
+
+def thread_lift(
+    scores: Mapping[str, float], threads: Mapping[str, str], *, weight: float
+) -> dict[str, float]:
+    """Each row times `1 + weight * min(b, 1) ** 2`, where `b` is the best score in its
+    thread (a row without a thread is a thread of its own).
+
+    A question is most often answered in the conversation about its topic, and that
+    conversation holds more than one match: of two rows that match equally, the one whose
+    thread also holds a strong match is the likelier answer. Squared and measured on the
+    absolute scale (`absolute_relevance`), so a thread of weak matches lifts next to
+    nothing and a weak query's best row stays weak.
+    """
+    best: dict[str, float] = {}
+    for row_id, score in scores.items():
+        thread = threads.get(row_id, row_id)
+        best[thread] = max(best.get(thread, 0.0), score)
+    return {
+        row_id: score * (1.0 + weight * min(best[threads.get(row_id, row_id)], 1.0) ** 2)
+        for row_id, score in scores.items()
+    }
+
+
+def question_share(content: str) -> float:
+    """Share of `content`'s sentences that are questions (a sentence ends at `.`, `!` or
+    `?` before a space or the end; an unended last sentence counts as a statement)."""
+    if "?" not in content:
+        return 0.0
+    text = content.strip()
+    ends = list(_SENTENCE_END.finditer(text))
+    asked = sum("?" in end.group() for end in ends)
+    unended = not ends or ends[-1].end() < len(text)
+    return asked / (len(ends) + unended)
+
+
+def discount_questions(
+    scores: Mapping[str, float], contents: Mapping[str, str], *, weight: float, keep: int
+) -> dict[str, float]:
+    """`scores` with each row times `1 - weight * question_share(content)`.
+
+    A turn that only asks ("what games do you play?") shares the words of a question about
+    the thing and holds none of the answer, which its neighbour does (smoothing, run
+    before this, has already let the answer borrow from it). Only rows that can still
+    reach the best `keep` are read: the discount lowers a score by at most `weight`.
+    """
+    if not scores or weight == 0.0:
+        return dict(scores)
+    ranked = sorted(scores.values(), reverse=True)
+    floor = (1.0 - weight) * ranked[min(keep, len(ranked)) - 1]
+    return {
+        row_id: score * (1.0 - weight * question_share(contents[row_id]))
+        if score >= floor and row_id in contents
+        else score
+        for row_id, score in scores.items()
+    }

@@ -22,7 +22,14 @@ from pydantic import SerializerFunctionWrapHandler, model_serializer
 from pydantic.json_schema import JsonSchemaValue
 
 from phi.memory._dates import query_dates
-from phi.memory._rerank import absolute_relevance, feedback_vector, speaker_boost, window_dense
+from phi.memory._rerank import (
+    absolute_relevance,
+    discount_questions,
+    feedback_vector,
+    speaker_boost,
+    thread_lift,
+    window_dense,
+)
 from phi.memory._stopwords import STOPWORDS
 from phi.memory.embed import Embedder
 from phi.memory.model import EdgeType, Row
@@ -109,6 +116,13 @@ class RecallRecipe:
     date_weight: float = 0.5
     """Lift (times its own relevance) for a row written near a date the query names
     ("on 7 July, 2023", "in May 2022"; `phi.memory._dates`); 0: off."""
+    thread_weight: float = 0.6
+    """Lift for a row whose thread (conversation) holds a strong match: times
+    `1 + thread_weight * b ** 2`, `b` the thread's best relevance, at most 1
+    (`phi.memory._rerank.thread_lift`); 0: off."""
+    question_weight: float = 0.3
+    """Discount for a row that only asks: its score times `1 - question_weight * share`,
+    `share` the part of its sentences that are questions; 0: off."""
     date_every_year: bool = True
     """Whether a month named without a year ("camping in June") counts: that month of
     any year."""
@@ -275,12 +289,14 @@ async def recall(
 
     A score means the same for every query (with the default `absolute_scores`): the row's
     own relevance `dense_weight * cosine + (1 - dense_weight) * text_strength(bm25)` in
-    [0, 1], lifted by `1 + speaker_weight` when the query names its speaker and by
-    `1 + date_weight` when it was written near a date the query names, plus what it borrows
-    from its neighbours (never more than `smooth_weight * (1 + smooth_decay)` times its own
-    score), times the recency factor (at most `1 + recency_weight`). A row sharing no word
-    with the query and of cosine 0.3 scores about 0.15; an exact keyword match of cosine 0.6,
-    0.6 or more.
+    [0, 1], lifted by `1 + speaker_weight` when the query names its speaker, by
+    `1 + date_weight` when it was written near a date the query names, and by at most
+    `1 + thread_weight` when its thread holds a strong match (`thread_lift`: a thread whose
+    best row is weak lifts next to nothing), plus what it borrows from its neighbours (never
+    more than `smooth_weight * (1 + smooth_decay)` times its own score), lowered by up to
+    `question_weight` when it only asks, times the recency factor (at most
+    `1 + recency_weight`). A row sharing no word with the query and of cosine 0.3 scores
+    about 0.15; an exact keyword match of cosine 0.6, 0.6 or more.
     """
     if vector is None:
         vector = (await embedder.embed([query]))[0]
@@ -302,21 +318,24 @@ async def recall(
     if recipe.window_weight:
         dense = await _window_dense(store, vector, dense, recipe)
     fused = _relevance(dense, signals.text, recipe)
-    # The speaker lift reads contents the store sent with the signals; rows read for it
-    # anyway are not read again for the head: at a million rows each trip to the store is
-    # a sizeable share of a search.
+    # The lifts and the question discount read the contents and threads the store sent
+    # with the signals; rows read for them anyway are not read again for the head: at a
+    # million rows each trip to the store is a sizeable share of a search.
     known: dict[str, Row] = {}
+    contents, threads = signals.contents, signals.threads
+    if not set(fused) <= contents.keys():  # a backend that does not send contents
+        known = {r.row_id: r for r in await store.get_rows(list(fused))}
+        contents = {i: r.content for i, r in known.items()}
+        threads = {i: t for i, r in known.items() if isinstance(t := r.meta.get("thread"), str)}
     if recipe.speaker_weight:
-        contents = signals.contents
-        if not set(fused) <= contents.keys():  # a backend that does not send contents
-            known = {r.row_id: r for r in await store.get_rows(list(fused))}
-            contents = {i: r.content for i, r in known.items()}
         spoken = speaker_boost({i: contents[i] for i in fused if i in contents}, terms)
         fused = {
             k: v * (1.0 + recipe.speaker_weight) if k in spoken else v for k, v in fused.items()
         }
     if recipe.date_weight:
         fused = await _date_lift(store, query, fused, known, recipe)
+    if recipe.thread_weight:
+        fused = thread_lift(fused, threads, weight=recipe.thread_weight)
     scores = (
         smooth_scores(
             fused,
@@ -332,7 +351,10 @@ async def recall(
     )
     # Recency lifts a score by at most (1 + weight): rows below that reach cannot make the
     # top, so only the head of the ranking is fetched.
-    head = sorted(scores, key=lambda i: -scores[i])[: max(limit * 3, limit + 20)]
+    size = max(limit * 3, limit + 20)
+    if recipe.question_weight:
+        scores = discount_questions(scores, contents, weight=recipe.question_weight, keep=size)
+    head = sorted(scores, key=lambda i: -scores[i])[:size]
     missing = [i for i in head if i not in known]
     rows = {i: known[i] for i in head if i in known}
     if missing:

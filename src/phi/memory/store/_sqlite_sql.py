@@ -352,12 +352,14 @@ def row_names(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, str]:
     return names
 
 
-def row_texts(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str]]:
-    """`(public id, content)` of internal ids."""
-    found: dict[int, tuple[str, str]] = {}
+def row_texts(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, tuple[str, str, str | None]]:
+    """`(public id, content, thread)` of internal ids."""
+    found: dict[int, tuple[str, str, str | None]] = {}
     for chunk in chunks(ids):
-        sql = f"SELECT id, row_id, content FROM rows WHERE id IN ({marks(chunk)})"
-        found.update((i, (name, content)) for i, name, content in conn.execute(sql, chunk))
+        sql = f"SELECT id, row_id, content, thread FROM rows WHERE id IN ({marks(chunk)})"
+        found.update(
+            (i, (name, content, thread)) for i, name, content, thread in conn.execute(sql, chunk)
+        )
     return found
 
 
@@ -541,7 +543,7 @@ def hybrid(conn: apsw.Connection, blob: bytes, query: HybridQuery) -> HybridSign
     text_extra = {i: matches[i] for i in extra if i in matches}
     hit_ids = sorted({*dense, *text, *dense_extra, *text_extra})
     texts = row_texts(conn, hit_ids)
-    names = {i: name for i, (name, _) in texts.items()}
+    names = {i: name for i, (name, _, _) in texts.items()}
     names |= row_names(conn, sorted(set(adjacency) - set(names)))
 
     def named(scores: dict[int, float]) -> list[Hit]:
@@ -557,7 +559,8 @@ def hybrid(conn: apsw.Connection, blob: bytes, query: HybridQuery) -> HybridSign
             for a, linked in adjacency.items()
             if a in names
         },
-        contents={name: content for name, content in texts.values()},
+        contents={name: content for name, content, _ in texts.values()},
+        threads={name: thread for name, _, thread in texts.values() if thread},
     )
 
 
