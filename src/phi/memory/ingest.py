@@ -237,13 +237,8 @@ async def _link(
     return list({(e.src, e.dst, e.edge_type): e for e in edges}.values())
 
 
-def _thread(row: Row) -> str | None:
-    thread = row.meta.get("thread")
-    return thread if isinstance(thread, str) and thread else None
-
-
 def _temporal_scopes(row: Row) -> list[tuple[str, str | None]]:
-    thread = _thread(row)
+    thread = row.thread
     return [(row.namespace, thread), (row.namespace, None)] if thread else [(row.namespace, None)]
 
 

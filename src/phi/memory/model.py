@@ -205,6 +205,12 @@ class Row:
     content_hash: Annotated[str, Field(exclude=True)]
     """Identity for idempotent writes: kind, content and sources (internal: not in JSON)."""
 
+    @property
+    def thread(self) -> str | None:
+        """The conversation it belongs to (`meta["thread"]`), if it names one."""
+        thread = self.meta.get("thread")
+        return thread if isinstance(thread, str) and thread else None
+
     def age_seconds(self, now: datetime) -> float:
         """How long ago the remembered thing happened, as of `now`."""
         return max(0.0, (now - self.created_at).total_seconds())

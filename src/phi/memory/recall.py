@@ -326,7 +326,7 @@ async def recall(
     if not set(fused) <= contents.keys():  # a backend that does not send contents
         known = {r.row_id: r for r in await store.get_rows(list(fused))}
         contents = {i: r.content for i, r in known.items()}
-        threads = {i: t for i, r in known.items() if isinstance(t := r.meta.get("thread"), str)}
+        threads = {i: t for i, r in known.items() if (t := r.thread)}
     if recipe.speaker_weight:
         spoken = speaker_boost({i: contents[i] for i in fused if i in contents}, terms)
         fused = {

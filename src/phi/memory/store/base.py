@@ -485,6 +485,6 @@ async def gather_stepwise(store: HybridSteps, query: HybridQuery) -> HybridSigna
         from_text=from_text,
         adjacency={k: sorted(v) for k, v in adjacency.items()},
         contents={r.row_id: r.content for r in rows},
-        threads={r.row_id: t for r in rows if isinstance(t := r.meta.get("thread"), str) and t},
+        threads={r.row_id: t for r in rows if (t := r.thread)},
         unembedded=await store.count_unembedded(query.where),
     )
