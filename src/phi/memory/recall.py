@@ -65,7 +65,8 @@ MatchedBy = Literal["dense", "text", "both", "graph"]
 class RecallRecipe:
     """The knobs of hybrid recall. Variants are copies (`dataclasses.replace`), never edits.
 
-    The defaults were tuned on the LoCoMo development split only (see `bench/README.md`).
+    The defaults were tuned on the LoCoMo development split only (`bench/locomo_ablation.md`
+    measures each one).
     """
 
     candidates: int = 150
