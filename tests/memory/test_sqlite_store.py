@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import cast
 
 import anyio
 import apsw
@@ -13,6 +14,12 @@ from phi.errors import StoreError
 from phi.memory import Memory, MiniLMEmbedder, NewRow
 from phi.memory.learning.blocks import Blocks, user_label
 from phi.memory.store import RowFilter, SQLiteStore, Store
+from phi.memory.store._sqlite_schema import (
+    apply_migrations,
+    check_identity,
+    open_connection,
+    prepare_connection,
+)
 from tests.memory.conformance import CONFORMANCE_SPEC, StoreConformance, make_row, vec, w
 
 pytestmark = pytest.mark.anyio
@@ -197,3 +204,35 @@ async def test_a_queue_from_before_migration_6_learns_its_namespaces(tmp_path: P
         assert counts == [1, 1]
     finally:
         await store.close()
+
+
+def test_the_identity_check_reads_one_snapshot(tmp_path: Path) -> None:
+    """Two processes opening one fresh file: the second checks what the file is while the
+    first commits the schema. Read in two statements (two snapshots), the check saw no
+    application id, then tables, and refused a phi store as another program's database."""
+    path = tmp_path / "fresh.db"
+    other = open_connection(path)
+    prepare_connection(other)
+    conn = open_connection(path)
+
+    class CommitsBetweenReads:
+        """The first process commits its schema right after the check's first read."""
+
+        def __init__(self) -> None:
+            self.reads = 0
+
+        def execute(self, sql: str) -> Iterator[tuple[object, ...]]:
+            rows = list(conn.execute(sql))
+            self.reads += 1
+            if self.reads == 1:
+                apply_migrations(other, path)
+            return iter(rows)
+
+    check_identity(cast(apsw.Connection, CommitsBetweenReads()), path)
+    check_identity(conn, path)  # and a phi store is still one afterwards
+    foreign = open_connection(tmp_path / "foreign.db")
+    foreign.execute("CREATE TABLE notes (body TEXT)")
+    with pytest.raises(StoreError, match="another program"):
+        check_identity(foreign, tmp_path / "foreign.db")
+    for c in (conn, other, foreign):
+        c.close()

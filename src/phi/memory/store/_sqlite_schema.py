@@ -57,9 +57,17 @@ def open_connection(
 
 
 def check_identity(conn: apsw.Connection, path: Path) -> None:
-    """Refuse a database that is neither empty nor a phi store."""
-    (app_id,) = next(conn.execute("PRAGMA application_id"))
-    (tables,) = next(conn.execute("SELECT count(*) FROM sqlite_schema"))
+    """Refuse a database that is neither empty nor a phi store.
+
+    One statement, so one snapshot: read in two, another process could commit a fresh
+    store's schema between them, and a phi store looked like a stranger's (no id, tables).
+    """
+    (app_id, tables) = next(
+        conn.execute(
+            "SELECT application_id, (SELECT count(*) FROM sqlite_schema)"
+            " FROM pragma_application_id"
+        )
+    )
     if app_id != APPLICATION_ID and (app_id != 0 or tables > 0):
         raise StoreError(
             f"{str(path)!r} is a SQLite database of another program, not a phi memory "
