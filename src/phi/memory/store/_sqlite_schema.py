@@ -64,8 +64,7 @@ def check_identity(conn: apsw.Connection, path: Path) -> None:
     """
     (app_id, tables) = next(
         conn.execute(
-            "SELECT application_id, (SELECT count(*) FROM sqlite_schema)"
-            " FROM pragma_application_id"
+            "SELECT application_id, (SELECT count(*) FROM sqlite_schema) FROM pragma_application_id"
         )
     )
     if app_id != APPLICATION_ID and (app_id != 0 or tables > 0):
