@@ -1,4 +1,5 @@
-"""Imports go one way: the memory engine depends on nothing else in phi but its errors."""
+"""Imports go one way: the memory engine depends on nothing else in phi but its errors and
+the two leaf modules every layer shares (private files, redaction)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from phi.memory import USER_NAMESPACE_PREFIX
 
 SRC = Path(__file__).parent.parent / "src" / "phi"
-ALLOWED_FOR_MEMORY = {"phi.errors"}
+ALLOWED_FOR_MEMORY = {"phi.errors", "phi.private", "phi.redact"}
 
 
 def imported_modules(path: Path) -> set[str]:
