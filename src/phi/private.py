@@ -11,6 +11,7 @@ This module imports nothing from phi but its errors, so every layer may use it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -54,10 +55,8 @@ def private_dir(path: Path) -> Path:
     """
     missing = [p for p in [path, *path.parents] if not p.exists()]
     for folder in reversed(missing):
-        try:
+        with contextlib.suppress(FileExistsError):
             folder.mkdir(mode=DIR_MODE)
-        except FileExistsError:
-            pass
         _chmod_if_owned(folder, DIR_MODE)
     _chmod_if_owned(path, DIR_MODE)
     return path
