@@ -1,6 +1,6 @@
 """The learning pipeline over LoCoMo conversations, with a scripted model.
 
-    uv run python bench/learning.py ../shared/data/locomo/locomo-dev.json [--sample conv-26]
+    uv run python bench/learning.py [data/locomo/locomo-dev.json] [--sample conv-26]
         [--sessions 5] [--batch 20]
 
 Each conversation gets a fresh store. Each of its two speakers is a person with their own
@@ -36,7 +36,7 @@ import anyio
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from phi.bench.locomo import load_conversations, parse_session_date
+from phi.bench.locomo import DEV_SPLIT, load_conversations, parse_session_date
 from phi.memory import Memory, MiniLMEmbedder, NewRow, Turn, user_namespace
 from phi.memory.learning import SmallModel, extract, refresh_summary
 
@@ -218,7 +218,7 @@ def _report(name: str, t: Totals) -> str:
 
 async def main(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data", type=Path)
+    parser.add_argument("data", type=Path, nargs="?", default=DEV_SPLIT, help="a LoCoMo file")
     parser.add_argument("--sample", action="append", default=[], help="conversation id")
     parser.add_argument("--sessions", type=int, default=0, help="first N sessions only")
     parser.add_argument("--batch", type=int, default=20, help="interactions per extraction")

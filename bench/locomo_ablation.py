@@ -1,6 +1,6 @@
 """Ablation of phi's recall on the LoCoMo development split: one technique at a time.
 
-    uv run --frozen python bench/locomo_ablation.py ../shared/data/locomo/locomo-dev.json \
+    uv run --frozen python bench/locomo_ablation.py [data/locomo/locomo-dev.json] \
         [--stores .cache/locomo] [--vectors .cache/locomo/queries.npz] [--only NAME ...] \
         [--markdown bench/locomo_ablation.md]
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 import numpy as np
 
-from phi.bench.locomo import CATEGORIES, KS, LocomoResult, run_locomo
+from phi.bench.locomo import CATEGORIES, DEV_SPLIT, KS, LocomoResult, run_locomo
 from phi.memory import MiniLMEmbedder
 from phi.memory.embed import Embedder, Vectors
 from phi.memory.recall import DEFAULT_RECIPE, RecallRecipe
@@ -148,7 +148,7 @@ async def main(
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", type=Path)
+    parser.add_argument("data", type=Path, nargs="?", default=DEV_SPLIT, help="a LoCoMo file")
     parser.add_argument("--stores", type=Path, default=Path(".cache/locomo"))
     parser.add_argument("--vectors", type=Path, default=Path(".cache/locomo/queries.npz"))
     parser.add_argument("--only", nargs="*", default=())

@@ -55,6 +55,7 @@ import anyio
 import numpy as np
 import psycopg
 
+from phi.bench.locomo import DEV_SPLIT
 from phi.memory import Memory, MiniLMEmbedder, NewRow
 from phi.memory.embed import Vectors
 from phi.memory.model import Edge, Row, content_hash, new_row_id
@@ -66,7 +67,7 @@ RANK = 48
 VOCABULARY = 20_000
 STOPWORD_RANKS = 100
 """The most frequent words are stopwords: real text keeps them, real queries drop them."""
-LOCOMO = Path(__file__).parent.parent.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+LOCOMO = DEV_SPLIT
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 

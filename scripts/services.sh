@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Start PostgreSQL and Redis on 127.0.0.1 if they are not answering. Idempotent.
+# Start PostgreSQL and Redis on 127.0.0.1 if they are not answering: what the local AT
+# Protocol network (`phi sandbox`) needs. Idempotent. The tests' own PostgreSQL with pgvector
+# is not started here but by scripts/test-postgres (./scripts/test runs it).
 set -euo pipefail
 if ! pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; then
     if command -v pg_ctlcluster >/dev/null 2>&1; then
@@ -14,7 +16,3 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
     for _ in $(seq 1 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 1; done
     redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null || { echo "Redis is not running on 127.0.0.1:6379" >&2; exit 1; }
 fi
-# PostgreSQL 18 with pgvector for the PostgreSQL memory store's tests (the system
-# PostgreSQL above has no pgvector): `phi postgres up` is idempotent and prints its URL
-# last; the tests connect to $PHI_TEST_POSTGRES_URL, by default this server's URL.
-uv run --frozen phi postgres up --port "${PHI_POSTGRES_PORT:-5442}" | tail -n 1

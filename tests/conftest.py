@@ -19,6 +19,12 @@ from phi.atproto.sandbox import Sandbox, SandboxConfig, SandboxInfo
 from phi.config import Settings
 from phi.memory import Memory, MiniLMEmbedder
 
+if os.environ.get("MUTANT_UNDER_TEST") and Path.cwd().name == "mutants":
+    # Under `scripts/mutate` (mutmut runs the tests inside its `mutants/` copy): a `phi` the
+    # tests start as a subprocess must import the mutated copy too, so that a mutant is
+    # killed by what a user of the command would see.
+    os.environ["PYTHONPATH"] = str(Path.cwd() / "src")
+
 
 @pytest.fixture(autouse=True)
 def phi_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -14,6 +14,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,31 @@ def test_readme_memory_examples_run_as_written_in_a_fresh_shell(tmp_path: Path) 
     assert json.loads(exported[0])["content"] == "likes rust"
 
 
+def python_examples() -> list[str]:
+    """The README's fenced Python blocks."""
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+
+
+def test_readme_python_examples_run_as_written(tmp_path: Path) -> None:
+    examples = python_examples()
+    assert examples
+    for source in examples:
+        script = tmp_path / "example.py"
+        script.write_text(source)
+        env = {"HOME": str(tmp_path), "PATH": os.environ["PATH"]}
+        result = subprocess.run(
+            [sys.executable, str(script)],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
+
+
 def mcp_config() -> dict[str, Any]:
     """The `.mcp.json` example of the README."""
     found = re.search(r"`(\{\"mcpServers\".*\})`", README.read_text())
@@ -202,14 +228,11 @@ async def test_the_mcp_json_example_starts_phi_after_the_quick_start(tmp_path: P
     assert fresh_shell(home, f"source {ROOT}/scripts/_setup.sh", cwd=tmp_path).returncode == 0
     config = mcp_config()
     # An MCP client started from a login shell: PATH as Debian's ~/.profile leaves it.
-    env = {
-        "HOME": str(home),
-        "PATH": f"{home}/.local/bin:/usr/local/bin:/usr/bin:/bin",
-        "PHI_HOME": str(home / ".phi"),
-    }
-    params = StdioServerParameters(
-        command=config["command"], args=config["args"], env=env, cwd=str(tmp_path)
-    )
+    # No PHI_HOME: clients filter the environment; the example names the home instead.
+    env = {"HOME": str(home), "PATH": f"{home}/.local/bin:/usr/local/bin:/usr/bin:/bin"}
+    args = [arg.replace("/home/you", str(home)) for arg in config["args"]]
+    assert str(home / ".phi") in args
+    params = StdioServerParameters(command=config["command"], args=args, env=env, cwd=str(tmp_path))
     # The server's stderr to a file: stdio_client's default is the `sys.stderr` of
     # whenever `mcp` was first imported, which may be a test runner's capture.
     with (tmp_path / "mcp.log").open("w") as errlog:
@@ -223,3 +246,7 @@ async def test_the_mcp_json_example_starts_phi_after_the_quick_start(tmp_path: P
             assert not result.is_error, result.content
             assert result.structured_content is not None
             assert result.structured_content["namespace"] == "myagent-notes"
+    assert (home / ".phi" / "memory.db").exists()
+    assert (
+        f"serves the memory at {home / '.phi' / 'memory.db'}" in (tmp_path / "mcp.log").read_text()
+    )

@@ -8,13 +8,16 @@ program starts.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import SettingsError as PydanticSettingsError
 
 from phi.errors import UserError
+from phi.private import check_secret_file, private_dir
 
 if TYPE_CHECKING:
     from phi.memory.embed import Embedder
@@ -24,6 +27,17 @@ __all__ = ["Settings", "SettingsError", "load_settings"]
 
 class SettingsError(UserError):
     """A `PHI_*` setting (environment or `.env`) holds a value phi cannot use."""
+
+
+ENV_FILE: Final = ".env"
+"""The settings file read from the working directory, besides the environment."""
+
+_SECRET_NAME: Final = re.compile(r"(PASSWORD|PASSWD|TOKEN|SECRET|(^|_)KEY)$")
+"""Names of `.env` lines that carry a secret: every `SecretStr` setting (a test checks) and
+provider keys (`OPENAI_API_KEY`)."""
+
+_URL_PASSWORD: Final = re.compile(r"://[^/@\s:]*:[^/@\s]+@")
+"""A URL with a password in it (`postgresql://phi:PASSWORD@host/db`)."""
 
 
 def _default_home() -> Path:
@@ -48,7 +62,7 @@ class Settings(BaseSettings):
     """phi's configuration."""
 
     model_config = SettingsConfigDict(
-        env_prefix="PHI_", env_file=".env", extra="ignore", use_attribute_docstrings=True
+        env_prefix="PHI_", env_file=ENV_FILE, extra="ignore", use_attribute_docstrings=True
     )
 
     home: Path = Field(default_factory=_default_home)
@@ -115,7 +129,7 @@ class Settings(BaseSettings):
     web_token: SecretStr | None = None
     """Bearer token for the web API's write and control routes; unset means read-only."""
 
-    web_trusted_hosts: list[str] = []
+    web_trusted_hosts: Annotated[list[str], NoDecode] = []
     """`Host` names `phi web` answers besides the loopback names (`*`: any), e.g. its
     public name when it binds a non-loopback address."""
 
@@ -124,6 +138,18 @@ class Settings(BaseSettings):
 
     rate_limit_per_hour: int = Field(default=30, gt=0)
     """Notifications phi handles per author in any sliding hour; the rest are dropped."""
+
+    model_timeout: float = Field(default=120, gt=0)
+    """Seconds one request to the agent's model may take (retries included) before it fails."""
+
+    retry_attempts: int = Field(default=5, gt=0)
+    """Failed runs a notification may be in before it is set aside (`phi runs pending`)."""
+
+    retry_base_seconds: float = Field(default=30, gt=0)
+    """Wait before a notification a failed run left unanswered runs again; doubled each time."""
+
+    retry_max_seconds: float = Field(default=1800, gt=0)
+    """The longest wait between two runs of a notification that keeps failing."""
 
     allow_handles: Annotated[list[str], NoDecode] = []
     """If not empty, the only handles or DIDs phi answers (comma-separated or a JSON list)."""
@@ -152,6 +178,10 @@ class Settings(BaseSettings):
     control_token: SecretStr | None = None
     """Bearer token of the control API; unset means one generated in `<home>/control.token`."""
 
+    control_trusted_hosts: Annotated[list[str], NoDecode] = []
+    """`Host` names the control API answers besides the loopback names and its own address
+    (`*`: any), e.g. the name a platform's health check uses when it binds `0.0.0.0`."""
+
     personality_file: Path | None = None
     """A Markdown file with phi's personality for the agent; unset means the built-in one."""
 
@@ -161,10 +191,26 @@ class Settings(BaseSettings):
     mcp_servers: Path | None = None
     """A TOML or JSON file of external MCP servers whose tools every run gets; unset: none."""
 
-    @field_validator("allow_handles", "deny_handles", "health_urls", "musing_hours", mode="before")
+    @field_validator(
+        "allow_handles",
+        "deny_handles",
+        "health_urls",
+        "musing_hours",
+        "web_trusted_hosts",
+        "control_trusted_hosts",
+        mode="before",
+    )
     @classmethod
     def _split_lists(cls, value: Any) -> Any:
         return _split_list(value)
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _no_empty_home(cls, value: Any) -> Any:
+        # An empty PHI_HOME is the working folder, which phi would then close to 0700.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("empty; give a folder (default ~/.phi) or unset it")
+        return value
 
     @field_validator("reflection_hour", mode="before")
     @classmethod
@@ -223,13 +269,66 @@ class Settings(BaseSettings):
 def load_settings() -> Settings:
     """`Settings()`, with a bad value reported as one `SettingsError` line per setting.
 
+    This is the edge every command passes, so it is also where PHI_HOME is made private:
+    created 0700, or closed to 0700 if an older phi (or a 022 umask) left it 0755. A `.env`
+    that holds a secret and that other users can read is refused before it is used.
+
     Raises:
         SettingsError: naming the variable, the value given and what it accepts.
+        InsecureFile: `.env` holds a secret and others can read it (with the `chmod`).
     """
+    _check_env_file(Path(ENV_FILE))
+    settings = _read_settings()
+    try:
+        private_dir(settings.home)
+    except OSError as exc:
+        raise SettingsError(
+            f"PHI_HOME={str(settings.home)!r}: cannot make it phi's private folder: "
+            f"{exc.strerror or exc}"
+        ) from None
+    return settings
+
+
+def _check_env_file(path: Path) -> None:
+    """Refuse a `.env` with a secret in it that other users can read (ssh's rule for keys).
+
+    A `.env` without secrets (a handle, a port) may stay as open as the user likes; one
+    with a password, token or key, or a URL carrying a password, is held to 0600.
+    """
+    try:
+        text = path.read_bytes().decode(errors="replace")
+    except OSError:
+        return  # none, or unreadable: reading the settings reports the latter
+    if any(_is_secret(line) for line in text.splitlines()):
+        check_secret_file(path)
+
+
+def _is_secret(line: str) -> bool:
+    """Whether one `.env` line sets a secret: by its name, or a URL with a password."""
+    name, sep, value = line.strip().removeprefix("export ").partition("=")
+    value = value.strip().strip("'\"")
+    if not sep or not value or name.lstrip().startswith("#"):
+        return False
+    return bool(_SECRET_NAME.search(name.strip().upper()) or _URL_PASSWORD.search(value))
+
+
+def _read_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
         raise SettingsError(_describe(exc)) from None
+    except PydanticSettingsError as exc:
+        # pydantic-settings' own failures (a value its sources could not parse) chain the
+        # real reason; its message alone names the field but not why.
+        cause = f": {exc.__cause__}" if exc.__cause__ else ""
+        raise SettingsError(f"{exc}{cause}") from None
+    except UnicodeDecodeError as exc:
+        raise SettingsError(
+            f"'.env' in {str(Path.cwd())!r} is not UTF-8 text (byte {exc.start}); "
+            "save it as UTF-8 or remove it"
+        ) from None
+    except OSError as exc:
+        raise SettingsError(f"cannot read '.env' in {str(Path.cwd())!r}: {exc.strerror}") from None
 
 
 def _describe(exc: ValidationError) -> str:

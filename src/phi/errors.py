@@ -11,6 +11,7 @@ from __future__ import annotations
 
 __all__ = [
     "EmbedderMismatch",
+    "EmbedderMoved",
     "EmbeddingFailed",
     "InvalidInput",
     "NamespaceNotFound",
@@ -62,6 +63,26 @@ class EmbedderMismatch(UserError):
         super().__init__(
             f"this store holds vectors from {stored!r} ({stored_dim}-d) but the embedder is "
             f"{given!r} ({given_dim}-d); open it with the same embedder or use another store"
+        )
+
+
+class EmbedderMoved(EmbedderMismatch):
+    """The store moved to another embedding model (`phi memory reembed` through another
+    handle or process) after this handle opened it: its old-model vectors are refused."""
+
+    def __init__(self, *, stored: str, stored_dim: int, given: str, given_dim: int) -> None:
+        self.stored, self.stored_dim, self.given, self.given_dim = (
+            stored,
+            stored_dim,
+            given,
+            given_dim,
+        )
+        UserError.__init__(
+            self,
+            f"this store moved to {stored!r} ({stored_dim}-d) after it was opened here"
+            f" (a re-embed through another handle or process); vectors from {given!r}"
+            f" ({given_dim}-d) are refused and nothing was written: reopen the store with"
+            f" the {stored!r} embedder",
         )
 
 

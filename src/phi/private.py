@@ -6,6 +6,10 @@ whatever the process's umask. A file that holds a secret and that others can rea
 refused, with the command that fixes it, as ssh refuses a private key others can read:
 accepting it silently would let the operator believe the secret is still theirs alone.
 
+The umask only ever removes bits, so a file created with mode 0600 is never more open than
+that; it may be less (a 0277 umask), and a file an older phi wrote is 0644 already: every
+helper here therefore also sets the mode explicitly on files phi owns.
+
 This module imports nothing from phi but its errors, so every layer may use it.
 """
 
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import stat
 from pathlib import Path
 
@@ -25,6 +30,9 @@ __all__ = [
     "check_secret_file",
     "make_private",
     "private_dir",
+    "private_file",
+    "private_mkdirs",
+    "private_opener",
     "write_private",
 ]
 
@@ -34,6 +42,9 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 """What a file phi writes allows: its owner reads and writes, nobody else anything."""
 
+_SQLITE_SIBLINGS = ("-wal", "-shm", "-journal")
+"""Files SQLite keeps beside a database; they hold the same data, so the same mode."""
+
 
 class InsecureFile(UserError):
     """A file that holds a secret is readable or writable by other users."""
@@ -42,8 +53,30 @@ class InsecureFile(UserError):
         self.path, self.mode = path, mode
         super().__init__(
             f"{str(path)!r} holds a secret and other users can access it "
-            f"(mode {mode:04o}); run `chmod 600 {path}` and try again"
+            f"(mode {mode:04o}); run `chmod 600 {shlex.quote(str(path))}` and try again"
         )
+
+
+def private_mkdirs(folder: Path) -> Path:
+    """Create `folder` and its missing parents 0700, like `mkdir -p -m 700`.
+
+    Folders that already exist are left as they are: they may be the user's own (a `--db`
+    in `~/Documents`, `/tmp`), and closing them is not phi's call. `private_dir` also
+    closes `folder` itself.
+
+    Raises:
+        NotADirectoryError: `folder` or one of its parents is a file.
+        OSError: a folder could not be created (permissions, read-only file system).
+    """
+    missing = [p for p in [folder, *folder.parents] if not p.exists()]
+    for new in reversed(missing):
+        # Another process may create it between the check and here; it is then its folder.
+        with contextlib.suppress(FileExistsError):
+            new.mkdir(mode=DIR_MODE)
+        _chmod_if_owned(new, DIR_MODE)
+    if not folder.is_dir():
+        raise NotADirectoryError(f"{str(folder)!r} is not a folder")
+    return folder
 
 
 def private_dir(path: Path) -> Path:
@@ -52,29 +85,68 @@ def private_dir(path: Path) -> Path:
     An existing folder phi owns is closed too (chmod 0700): a PHI_HOME created by an older
     phi, or by `mkdir` under a 022 umask, was 0755. Parents that already exist are left
     alone (they may be the user's home or `/tmp`); new ones are made 0700.
+
+    Raises:
+        NotADirectoryError: `path` or one of its parents is a file.
+        OSError: a folder could not be created.
     """
-    missing = [p for p in [path, *path.parents] if not p.exists()]
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            folder.mkdir(mode=DIR_MODE)
-        _chmod_if_owned(folder, DIR_MODE)
+    private_mkdirs(path)
     _chmod_if_owned(path, DIR_MODE)
+    return path
+
+
+def private_opener(path: str | os.PathLike[str], flags: int) -> int:
+    """An `opener` for `open()` that creates files 0600 and closes an existing one of ours.
+
+    `open(path, "a", opener=private_opener)`: a log or queue file an older phi made 0644 is
+    tightened on its next write, and a new one never exists with a looser mode.
+    """
+    fd = os.open(path, flags, FILE_MODE)
+    try:
+        _fchmod_if_owned(fd, FILE_MODE)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def private_file(path: Path) -> Path:
+    """Make sure `path` exists as a file only its owner can use: created empty 0600 if
+    missing (missing parent folders 0700, existing ones untouched), else made 0600.
+
+    For files another library creates with its own default mode: SQLite makes a new
+    database 0644 under the usual umask and its `-wal`/`-shm` siblings copy the database's
+    mode, so creating the empty file first is what makes all three private. An empty file
+    is a valid empty SQLite database.
+    """
+    private_mkdirs(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return make_private(path)
+    try:
+        os.fchmod(fd, FILE_MODE)
+    finally:
+        os.close(fd)
     return path
 
 
 def make_private(path: Path) -> Path:
     """Make an existing file phi wrote 0600 (SQLite's `-wal`/`-shm` siblings included)."""
-    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
-        if candidate.exists():
+    for candidate in (path, *(Path(f"{path}{suffix}") for suffix in _SQLITE_SIBLINGS)):
+        # Files only: a folder given where a file belongs is the caller's error to report,
+        # and a folder made 0600 could not even be entered.
+        if candidate.is_file():
             _chmod_if_owned(candidate, FILE_MODE)
     return path
 
 
-def write_private(path: Path, data: str | bytes) -> Path:
+def write_private(path: Path, data: str | bytes, *, sync: bool = True) -> Path:
     """Write `data` to `path` atomically (a temporary sibling, then rename), mode 0600.
 
     The file is created 0600 before the first byte is written, so there is no moment in
-    which a secret sits in a file others can read.
+    which a secret sits in a file others can read. `sync=False` skips the fsync, for
+    bookkeeping that is cheap to lose (a queue's read offset) and written often.
     """
     private_dir(path.parent)
     raw = data.encode() if isinstance(data, str) else data
@@ -83,7 +155,8 @@ def write_private(path: Path, data: str | bytes) -> Path:
     try:
         os.fchmod(fd, FILE_MODE)
         os.write(fd, raw)
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
@@ -95,6 +168,7 @@ def check_secret_file(path: Path) -> Path:
 
     Raises:
         InsecureFile: group or other bits are set on the file.
+        OSError: the file cannot be examined (missing, a folder phi may not enter).
     """
     mode = stat.S_IMODE(path.stat().st_mode)
     if mode & 0o077:
@@ -106,7 +180,14 @@ def _chmod_if_owned(path: Path, mode: int) -> None:
     # A file of another user (a shared /tmp folder, root's files seen by a user) cannot be
     # chmodded and is not phi's to change; phi's own are.
     try:
-        if path.stat().st_uid == os.geteuid() and stat.S_IMODE(path.stat().st_mode) != mode:
+        info = path.stat()
+        if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) != mode:
             path.chmod(mode)
     except FileNotFoundError:
         pass
+
+
+def _fchmod_if_owned(fd: int, mode: int) -> None:
+    info = os.fstat(fd)
+    if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) != mode:
+        os.fchmod(fd, mode)

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from phi.atproto import PhiClient
 from phi.atproto.sandbox import Sandbox, SandboxInfo
 from phi.cli import app
+from phi.runtime.sandbox_run import DEFAULT_FOLLOW_UP
 
 from ..conftest import TEST_PORT
 
@@ -102,6 +103,11 @@ def test_sandbox_run_streams_a_conversation_with_the_local_brain(
     # A reply, or the guard's refusal of what the tiny model wrote as one (often an echo).
     assert "replied to @alice.test: " in out or "reply_to not posted (" in out, out
     assert "model" in out and "phi itself" in out  # the tick's timing line
+    # alice comes back in a new thread; the stream shows what phi recalled about her.
+    came_back = out.index(f"@alice.test posted: {DEFAULT_FOLLOW_UP}")
+    assert "recalled about @alice.test: " in out[came_back:]
+    assert "what phi now holds about @alice.test (phi-users-did:plc:" in out[came_back:]
+    assert "scheduled:" not in out  # alice first: no musing or summary refresh before her
     assert "the network keeps running (phi sandbox down stops it)" in out
     assert out.rstrip().endswith(
         f"this run's memory: {tmp_path / 'memory.db'} (read it with phi memory stats "

@@ -93,12 +93,13 @@ async def test_review_now_reviews_memory(runtime: RuntimeFactory, alice: PhiClie
         )
         retired = await memory.get(old.row_id)
 
-    assert without_model.json() == {
-        "result": "no memory model: review needs PHI_MEMORY_MODEL (or the local model)"
-    }
+    assert (without_model.status_code, without_model.json()) == (
+        400,
+        {"detail": "no memory model: review needs PHI_MEMORY_MODEL (or the local model)"},
+    )
     assert (answer.status_code, answer.json()) == (
         200,
-        {"result": "reviewed 1 observations: {'supersede': 1}"},
+        {"result": "reviewed 1 observation: 1 superseded"},
     )
     assert len(asked) == 1 and "lives in berlin" in asked[0]
     assert retired.status == "superseded"

@@ -81,6 +81,32 @@ async def test_restart_after_a_musing_does_not_post_again_that_hour(
     assert await _top_level_posts(phi) == after_musing
 
 
+async def test_a_musing_that_posted_nothing_used_its_slot_across_a_restart(
+    runtime: RuntimeFactory, phi: PhiClient, sandbox: Sandbox, cast: SandboxInfo
+) -> None:
+    """Finding 25.3: a musing the brain (or the guard) left unposted fired again on every
+    start within its hour, since only phi's posts were read back."""
+    start = utc_now()
+    hours = frozenset({start.hour, (start.hour + 1) % 24})
+    schedule = ScheduleConfig(musing_hours=hours, reflection_hour=None)
+    await _clear_posts_in_hours(phi, cast, sandbox, hours)
+
+    async def say_nothing(prompt: str, step: int) -> list[ToolCallPart]:
+        return []
+
+    first = Brain(say_nothing)
+    async with runtime(first, schedule=schedule) as phi_runtime:
+        await phi_runtime.seed()
+        assert "musing" in (await phi_runtime.tick()).jobs
+    assert len(first.prompts) == 1  # the musing ran, and posted nothing
+
+    restarted = Brain(say_nothing)
+    async with runtime(restarted, schedule=schedule) as phi_runtime:
+        await phi_runtime.seed()
+        report = await phi_runtime.tick()
+    assert report.jobs == [] and restarted.prompts == []
+
+
 async def test_scheduled_runs_never_pass_the_owner_gate(
     runtime: RuntimeFactory, phi: PhiClient
 ) -> None:

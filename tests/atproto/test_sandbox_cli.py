@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,20 @@ def test_status_say_like_follow() -> None:
     followed = runner.invoke(app, ["sandbox", "follow", "bob", "alice.test"])
     assert followed.exit_code == 0, followed.output
     assert "/app.bsky.graph.follow/" in followed.output
+
+    # The same actions for scripts: JSON naming who wrote what.
+    said = runner.invoke(app, ["sandbox", "say", "alice", "hi again @phi.test", "--json"])
+    assert said.exit_code == 0, said.output
+    posted = json.loads(said.stdout)
+    assert posted["as"] == "alice" and len(posted["uris"]) == 1
+    assert "/app.bsky.feed.post/" in posted["uris"][0]
+    liked = runner.invoke(app, ["sandbox", "like", "bob", posted["uris"][0], "--json"])
+    assert liked.exit_code == 0, liked.output
+    assert json.loads(liked.stdout)["as"] == "bob"
+    assert "/app.bsky.feed.like/" in json.loads(liked.stdout)["uri"]
+    followed = runner.invoke(app, ["sandbox", "follow", "operator", "alice.test", "--json"])
+    assert followed.exit_code == 0, followed.output
+    assert "/app.bsky.graph.follow/" in json.loads(followed.stdout)["uri"]
 
     unknown = runner.invoke(app, ["sandbox", "say", "mallory", "hello"])
     assert unknown.exit_code == 2  # a mistake to fix, like every user mistake

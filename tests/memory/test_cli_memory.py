@@ -176,6 +176,12 @@ def test_bench_locomo_prints_peers_plots_and_reuses_kept_stores(tmp_path: Path) 
     assert "nan turns/s" not in out
     code, out = phi("bench", "locomo", str(source), "--plot", str(tmp_path / "no" / "x.png"))
     assert code == 2 and "cannot write the chart" in out
+    # Beside --json the chart is drawn too (it was silently dropped), and named in the JSON.
+    second = tmp_path / "second.png"
+    code, out = phi(*args[:-1], str(second), "--json")
+    assert code == 0, out
+    assert second.read_bytes().startswith(b"\x89PNG")
+    assert json.loads(out)["plot"] == str(second)
 
 
 def test_stats_shows_model_calls_and_tokens_per_pass(db: str) -> None:
@@ -332,3 +338,14 @@ def test_search_notes_rows_of_its_scope_not_embedded_yet_until_embed(db: str) ->
     assert code == 0 and "greyhound" in out and "not embedded" not in out
     code, out = phi("memory", "search", "Pixel", "-n", ALICE, "--db", db, "--json")
     assert json.loads(out)["unembedded"] == 0
+
+
+def test_stats_shows_no_python_reprs_and_folds_long_namespaces(db: str) -> None:
+    namespace = "phi-users-did:plc:" + "a" * 60 + "-the-end"
+    code, out = phi("memory", "add", "a note", "-n", namespace, "--db", db)
+    assert code == 0, out
+    code, out = phi("memory", "stats", "--db", db)
+    assert code == 0, out
+    assert "embedding: all-MiniLM-L6-v2 (384-d)" in out
+    assert "{" not in out and "'" not in out  # no dict or string reprs
+    assert "…" not in out and "-the-end" in out  # folded, not cut

@@ -5,7 +5,8 @@ and resumed; and `PHI_EMBEDDER=openai:MODEL` choosing that embedder for every su
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,9 @@ from phi.memory import Memory, MiniLMEmbedder, NewRow, ReembedProgress
 from phi.memory.embed import OpenAIEmbedder, Vectors
 from phi.memory.store import EmbeddingSpec
 from tests.memory import test_openai_embedder as served
+from tests.memory.conftest import TinyEmbedder
 from tests.memory.test_openai_embedder import SMOLLM2_DIMENSIONS, LocalServer, embedder
+from tests.postgres.schemas import fresh_schema
 
 server = served.server
 """The llama.cpp server (`xllamacpp.Server`) serving the bundled SmolLM2's embeddings."""
@@ -169,3 +172,47 @@ def test_cli_reembed_then_every_command_uses_the_configured_model(
     monkeypatch.delenv("PHI_EMBEDDER_DIMENSIONS")
     code, out = phi("memory", "stats", "--db", db)
     assert code == 2 and "PHI_EMBEDDER_DIMENSIONS" in out
+
+
+@asynccontextmanager
+async def store_location(backend: str, tmp_path: Path) -> AsyncIterator[str]:
+    if backend == "sqlite":
+        yield str(tmp_path / "held.db")
+        return
+    async with fresh_schema() as url:
+        yield url
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("new_dimension", [26, 13], ids=["same-dimension", "new-dimension"])
+async def test_a_handle_held_across_a_reembed_cannot_write_old_model_vectors(
+    backend: str, new_dimension: int, tmp_path: Path
+) -> None:
+    """Issue 23, finding 10: a store opened before another handle moved it to a new model
+    kept writing old-model vectors beside the new ones (of the same dimension: silently).
+    The store checks its recorded model inside each vector write's transaction."""
+    old = TinyEmbedder()
+    new = TinyEmbedder(name=f"tiny-letters-{new_dimension}", dimension=new_dimension)
+    moved = rf"moved to 'tiny-letters-{new_dimension}' \({new_dimension}-d\).*reopen"
+    async with store_location(backend, tmp_path) as url:
+        async with Memory.open(url, embedder=old) as held:
+            first = await held.remember(NewRow(content="crows at dawn", namespace="ops"))
+            async with Memory.open(url, embedder=old) as other:
+                await other.reembed(new)
+            with pytest.raises(EmbedderMismatch, match=moved):
+                await held.remember(NewRow(content="ravens at dusk", namespace="ops"))
+            # A row without a vector may wait in the queue; its old-model vector may not.
+            (queued,) = await held.remember_many(
+                [NewRow(content="jays at noon", namespace="ops")], defer_embedding=True
+            )
+            with pytest.raises(EmbedderMismatch, match=moved):
+                await held.embed_pending()
+            assert (await held.stats()).rows == 2
+        async with Memory.open(url, embedder=new) as reopened:
+            assert await reopened.unembedded() == 1
+            assert await reopened.embed_pending() == 1
+            late = await reopened.remember(NewRow(content="ravens at dusk", namespace="ops"))
+            ids = [first.row_id, queued.row_id, late.row_id]
+            stored = await reopened.rows.get_vectors(ids)
+            expected = await new.embed([first.content, queued.content, late.content])
+            assert np.allclose(np.stack([stored[i] for i in ids]), expected, atol=1e-6)

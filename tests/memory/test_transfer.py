@@ -22,7 +22,7 @@ from phi.memory.model import Edge
 from phi.memory.store import RowFilter, Store, open_store
 from phi.memory.store.base import EmbeddingSpec, ModelCallRecord
 from phi.memory.transfer import (
-    MigrationMismatch,
+    TargetNotEmpty,
     TransferCounts,
     import_rows,
     migrate,
@@ -232,17 +232,20 @@ async def test_migrate_refuses_a_target_of_another_model(tmp_path: Path) -> None
         assert [r.content async for r in dst.scan(EVERYTHING)] == ["theirs"]
 
 
-async def test_migrate_into_a_store_with_other_rows_fails_its_count_check(
+async def test_migrate_into_a_store_with_other_rows_is_refused_before_copying(
     tmp_path: Path,
 ) -> None:
+    """Issue 25: it used to copy first, then fail its count check with the rows copied."""
     src_url, dst_url = str(tmp_path / "src.db"), str(tmp_path / "dst.db")
     async with connected(src_url) as src:
         await fill(src)
     async with connected(dst_url) as dst:
         await dst.bind_embedding(CONFORMANCE_SPEC)
         await dst.write([w(make_row("already here", namespace="ns-x"), vec(1, 0, 0, 0))], [])
-    with pytest.raises(MigrationMismatch, match=r"rows=24.*rows=23.*was the target empty"):
+    with pytest.raises(TargetNotEmpty, match=r"holds 1 row .*nothing was copied"):
         await migrate(src_url, dst_url)
+    async with connected(dst_url) as dst:
+        assert await dst.count(EVERYTHING) == 1
 
 
 def phi(*args: str) -> tuple[int, str]:

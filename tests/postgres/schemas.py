@@ -1,8 +1,8 @@
-"""One fresh PostgreSQL schema per test, on the server `scripts/services.sh` starts.
+"""One fresh PostgreSQL schema per test, on the tests' own server.
 
-The server is `phi postgres up`'s (127.0.0.1, port `PHI_POSTGRES_PORT` or 5442, as
-`scripts/services.sh` starts it) unless `PHI_TEST_POSTGRES_URL` names another. A missing
-server is an error, never a skip.
+The server is `PHI_TEST_POSTGRES_URL` (`./scripts/test` sets it), else the one
+`scripts/test-postgres` runs in `.cache/test-postgres`: never the README's `phi postgres up`
+server, whose schemas its examples fill. A missing server is an error, never a skip.
 """
 
 from __future__ import annotations
@@ -11,17 +11,35 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
 import pytest
 
+from phi.postgres import server_status
+
+
+def server_dir() -> Path:
+    """Where `scripts/test-postgres` keeps the tests' server (the same default is spelled
+    there; `PHI_TEST_POSTGRES_DIR` moves both)."""
+    moved = os.environ.get("PHI_TEST_POSTGRES_DIR")
+    return (
+        Path(moved) if moved else Path(__file__).resolve().parents[2] / ".cache" / "test-postgres"
+    )
+
 
 def server_url() -> str:
-    port = os.environ.get("PHI_POSTGRES_PORT", "5442")
-    return os.environ.get(
-        "PHI_TEST_POSTGRES_URL", f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    )
+    if url := os.environ.get("PHI_TEST_POSTGRES_URL"):
+        return url
+    folder = server_dir()
+    status = server_status(folder)
+    if not status.running:
+        pytest.fail(
+            f"the tests' PostgreSQL ({folder}) is not running: start it with "
+            "`scripts/test-postgres` (./scripts/test does), or set PHI_TEST_POSTGRES_URL"
+        )
+    return status.url
 
 
 def in_schema(url: str, schema: str) -> str:
@@ -38,9 +56,7 @@ async def fresh_schema() -> AsyncIterator[str]:
     try:
         conn = await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=5)
     except psycopg.OperationalError as exc:
-        pytest.fail(
-            f"no PostgreSQL at {url!r} ({exc}); run `scripts/services.sh` or `phi postgres up`"
-        )
+        pytest.fail(f"no PostgreSQL at {url!r} ({exc}); run `scripts/test-postgres`")
     async with conn:
         await conn.execute(f"CREATE SCHEMA {schema}")
         try:
@@ -58,9 +74,7 @@ def fresh_schema_sync() -> Iterator[str]:
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
     except psycopg.OperationalError as exc:
-        pytest.fail(
-            f"no PostgreSQL at {url!r} ({exc}); run `scripts/services.sh` or `phi postgres up`"
-        )
+        pytest.fail(f"no PostgreSQL at {url!r} ({exc}); run `scripts/test-postgres`")
     with conn:
         conn.execute(f"CREATE SCHEMA {schema}")
         try:

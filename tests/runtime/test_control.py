@@ -14,6 +14,7 @@ from pydantic import SecretStr
 from phi.errors import UserError
 from phi.runtime.control import (
     ControlServerFailed,
+    control_hosts,
     control_token,
     create_control_app,
     serve_control,
@@ -61,8 +62,48 @@ def controller() -> FakeController:
 async def client(controller: FakeController) -> AsyncIterator[httpx.AsyncClient]:
     app = create_control_app(controller, TOKEN)
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://control") as opened:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8781") as opened:
         yield opened
+
+
+@pytest.mark.anyio
+async def test_an_untrusted_host_is_refused_even_for_health(controller: FakeController) -> None:
+    """Finding 11c: the control API checks `Host` as the web app does (DNS rebinding)."""
+    app = create_control_app(controller, TOKEN)
+    transport = httpx.ASGITransport(app=app)
+    for host in ("attacker.example", "attacker.example:8781", "localhost.", "127.0.0.2"):
+        async with httpx.AsyncClient(transport=transport, base_url=f"http://{host}") as http:
+            refused = await http.get("/health")
+            assert refused.status_code == 400, host
+            detail = refused.json()["detail"]
+            assert detail.startswith(f"host {host.split(':')[0]!r} is not trusted")
+            assert detail.endswith("or add the name to PHI_CONTROL_TRUSTED_HOSTS")
+            assert (await http.post("/pause", headers=AUTH)).status_code == 400
+    assert controller.calls == []
+    for host in ("127.0.0.1:8781", "localhost", "[::1]:8781"):
+        async with httpx.AsyncClient(transport=transport, base_url=f"http://{host}") as http:
+            assert (await http.get("/health")).status_code == 200, host
+
+
+@pytest.mark.anyio
+async def test_the_trusted_hosts_follow_the_bind_address_and_the_setting(
+    controller: FakeController,
+) -> None:
+    assert control_hosts("127.0.0.1") == ["localhost", "127.0.0.1", "::1"]
+    assert control_hosts("10.0.0.5")[-1] == "10.0.0.5"
+    assert "0.0.0.0" not in control_hosts("0.0.0.0")
+    hosts = control_hosts("0.0.0.0", ["phi.internal"])
+    app = create_control_app(controller, TOKEN, trusted_hosts=hosts)
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://phi.internal:8781") as http:
+        assert (await http.get("/health")).status_code == 200
+    async with httpx.AsyncClient(transport=transport, base_url="http://10.0.0.5") as http:
+        assert (await http.get("/health")).status_code == 400
+    anyone = create_control_app(controller, TOKEN, trusted_hosts=control_hosts("::", ["*"]))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=anyone), base_url="http://whatever.example"
+    ) as http:
+        assert (await http.get("/health")).status_code == 200
 
 
 @pytest.mark.anyio
@@ -104,9 +145,11 @@ async def test_routes_call_the_controller(
         {"Authorization": "Bearer wrong"},
         {"Authorization": f"Basic {TOKEN}"},
         {"Authorization": f"Bearer {TOKEN}x"},
+        {"Authorization": f"Bearer {TOKEN[:-1]}"},
+        {"Authorization": f"Bearer {TOKEN.upper()}"},
         {"Authorization": "Bearer caf\u00e9".encode("latin-1")},
     ],
-    ids=["missing", "wrong", "not-bearer", "longer", "non-ascii"],
+    ids=["missing", "wrong", "not-bearer", "longer", "shorter", "other-case", "non-ascii"],
 )
 async def test_control_routes_need_the_token(
     client: httpx.AsyncClient,
@@ -159,6 +202,15 @@ def test_generated_token_is_private_and_kept(tmp_path: Path) -> None:
 def test_empty_token_file_is_refused(phi_home: Path) -> None:
     (phi_home / "control.token").write_text("\n")
     with pytest.raises(UserError, match="delete it"):
+        control_token(phi_home, None)
+
+
+def test_a_token_file_that_is_not_utf8_is_one_clear_error(phi_home: Path) -> None:
+    """Finding 11b: a UserError (one line, exit 2 at the CLI), not a UnicodeDecodeError."""
+    path = phi_home / "control.token"
+    path.write_bytes(b"caf\xe9-token\n")
+    path.chmod(0o600)
+    with pytest.raises(UserError, match=r"control\.token' is not UTF-8 text \(byte 3\); delete it"):
         control_token(phi_home, None)
 
 

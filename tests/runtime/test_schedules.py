@@ -15,10 +15,13 @@ from dirty_equals import IsFloat, IsStr
 from phi.atproto import Post, PostRef
 from phi.config import Settings
 from phi.errors import InvalidInput
+from phi.memory import Memory
 from phi.runtime.schedules import (
     JOBS,
+    Fired,
     Schedule,
     ScheduleConfig,
+    ScheduleState,
     ServiceStatus,
     check_services,
     transitions,
@@ -186,6 +189,42 @@ def test_seed_without_posts_leaves_everything_due() -> None:
     clock = schedule(config, started_at=at(9, 30))
     clock.seed_from_posts([], at(9, 30))
     assert clock.due(at(9, 30)) == ["musing"]
+
+
+def test_a_held_schedule_has_nothing_due_until_released() -> None:
+    """Finding 25.3: the sandbox answers alice before any scheduled job takes the model."""
+    config = ScheduleConfig(musing_hours=frozenset({9}))
+    clock = Schedule(config, started_at=at(9))
+    clock.hold()
+    assert clock.held and clock.due(at(9, 30)) == []
+    clock.release()
+    assert clock.due(at(9, 30)) == ["musing", "summary_refresh"]
+
+
+@pytest.mark.anyio
+async def test_used_slots_survive_a_restart_through_memory(memory: Memory) -> None:
+    """Finding 25.3: a musing that posted nothing (the guard refused it) used its slot; a
+    restart within the hour reads that back from memory instead of musing again."""
+    config = ScheduleConfig(musing_hours=frozenset({9}), reflection_hour=22)
+    first = Schedule(config, started_at=at(9, 5))
+    for job in first.due(at(9, 5)):  # the musing and the first summary refresh
+        first.mark(job, at(9, 5))
+    first.mark("reflection", at(22, 10, day=-1))
+    await ScheduleState(memory).save(first.fired())
+
+    restarted = Schedule(config, started_at=at(9, 40))
+    restarted.restore(await ScheduleState(memory).load())
+    assert restarted.due(at(9, 40)) == []
+    assert restarted.fired() == first.fired()
+    assert restarted.due(at(22)) == ["reflection"]  # yesterday's reflection is not today's
+    assert restarted.due(at(9, 5, day=1)) == ["musing", "summary_refresh"]
+
+
+@pytest.mark.anyio
+async def test_unreadable_schedule_state_starts_empty(memory: Memory) -> None:
+    await memory.state.write(ScheduleState.SCOPE, "fired", "{not json")
+    assert await ScheduleState(memory).load() == Fired()
+    assert Schedule(ScheduleConfig(), started_at=at(9)).fired() == Fired()
 
 
 def test_config_validation_and_settings() -> None:

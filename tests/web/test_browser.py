@@ -26,11 +26,11 @@ import pytest
 import uvicorn
 from playwright.sync_api import sync_playwright
 
-from phi.bench.locomo import parse_session_date
+from phi.bench.locomo import DEV_SPLIT, parse_session_date
 from phi.memory import Memory, MiniLMEmbedder, NewRow, Turn, user_namespace
 from phi.web import create_app
 
-LOCOMO: Final = Path(__file__).parents[3] / "shared" / "data" / "locomo" / "locomo-dev.json"
+LOCOMO: Final = DEV_SPLIT
 CHROMIUM: Final = "/usr/bin/chromium"
 CHROMIUM_ARGS: Final = [
     "--no-sandbox",

@@ -72,6 +72,28 @@ async def test_reads_need_the_token_when_asked(stored: Memory) -> None:
         create_app(memory=stored, token_for_reads=True)
 
 
+NEAR_TOKENS = [f"{TOKEN}x", TOKEN[:-1], TOKEN.upper(), f"{TOKEN} {TOKEN}", "s"]
+"""Tokens that start with the real one, or that it starts with: a loosened compare lets one in."""
+
+
+@pytest.mark.parametrize("near", NEAR_TOKENS)
+async def test_only_the_exact_token_writes_or_reads(stored: Memory, near: str) -> None:
+    """Finding 11a: the bearer token is compared exactly, in both directions."""
+    body = {"content": "hello", "namespace": "notes"}
+    app = create_app(memory=stored, token=TOKEN, token_for_reads=True)
+    async with client(app) as http:
+        headers = {"Authorization": f"Bearer {near}"}
+        refused = await http.post("/api/memory/rows", json=body, headers=headers)
+        assert (refused.status_code, refused.json()) == (
+            401,
+            {"detail": "missing or wrong bearer token"},
+        )
+        read = await http.get("/api/memory/search?q=rust", headers=headers)
+        assert read.status_code == 401
+        assert (await http.get("/api/memory/search?q=rust", headers=AUTH)).status_code == 200
+    assert (await stored.stats()).rows == 1
+
+
 async def test_a_non_ascii_bearer_token_is_compared_as_bytes(stored: Memory) -> None:
     body = {"content": "hello", "namespace": "notes"}
     app = create_app(memory=stored, token=TOKEN)

@@ -16,6 +16,7 @@ from typing import Final, Literal, get_args
 import anyio
 
 from phi.memory.model import utc_now
+from phi.private import private_mkdirs, private_opener
 
 __all__ = ["CONTROL_LOG", "ControlEvent", "ControlEventKind", "ControlLog"]
 
@@ -46,9 +47,8 @@ class ControlLog:
         """Append one event (the folder is created when missing)."""
         event = ControlEvent(kind=kind, at=at or utc_now())
         line = json.dumps({"kind": event.kind, "at": event.at.isoformat()}) + "\n"
-        path = anyio.Path(self.path)
-        await path.parent.mkdir(parents=True, exist_ok=True)
-        async with await anyio.open_file(path, "a") as file:
+        await anyio.to_thread.run_sync(private_mkdirs, self.path.parent)
+        async with await anyio.open_file(self.path, "a", opener=private_opener) as file:
             await file.write(line)
         return event
 

@@ -177,12 +177,15 @@ def build_agent(
     model), by default every tool (web search only when configured) and the tools of the
     configured MCP servers; `profile="compact"` gives a small model the compact prompt
     (`phi.agent.prompt.compact`)."""
-    # A narrowed tool set is for a model that chooses badly among many: no external tools.
-    external = mcp_toolsets(config.mcp_servers) if tools is None else []
     # The small-model profile is the tiny brain's: one action a run, so somebody who spoke
     # to phi gets an answer before anything else is offered, and text the degenerate guard
     # refuses gets more tries (each with other sampling).
     small = profile == "compact"
+    own = toolset_for(
+        config, only=frozenset(tools) if tools is not None else None, answer_first=small
+    )
+    # A narrowed tool set is for a model that chooses badly among many: no external tools.
+    external = mcp_toolsets(config.mcp_servers, beside=own) if tools is None else []
     static = (
         base_prompt(config.personality_file)
         if profile == "full"
@@ -195,14 +198,7 @@ def build_agent(
         output_type=str,
         system_prompt=static,
         retries=3 if small else 1,
-        toolsets=[
-            toolset_for(
-                config,
-                only=frozenset(tools) if tools is not None else None,
-                answer_first=small,
-            ),
-            *external,
-        ],
+        toolsets=[own, *external],
     )
     for name, block in profile_blocks(profile):
         agent.system_prompt(dynamic=True)(_as_system_prompt(name, block))  # type: ignore[arg-type]

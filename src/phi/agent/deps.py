@@ -207,9 +207,18 @@ class ActivityLog:
     """Called with one line per action (the sandbox streams these to the terminal)."""
     posts: list[PhiPost] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
+    acted_on: list[str] = field(default_factory=list)
+    """Posts liked or reposted, by the URI the tool was given: with `posts`, what a retry of
+    a batch whose run failed must not do again (`phi.runtime.pending`)."""
 
     def record(self, line: str) -> None:
         self.actions.append(line)
+        if self.emit is not None:
+            self.emit(line)
+
+    def show(self, line: str) -> None:
+        """Stream `line` without counting it as something phi did (what a run recalled):
+        `actions` is what the journal keeps as the run's doings."""
         if self.emit is not None:
             self.emit(line)
 

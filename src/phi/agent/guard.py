@@ -14,7 +14,6 @@ such as "hi alice! i'm well, thanks" share none), an echo shares nearly all.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -27,7 +26,6 @@ from phi.agent.outcomes import Refused
 
 __all__ = ["ECHO_SHARE", "Degenerate", "degenerate", "refuse_degenerate"]
 
-logger = logging.getLogger("phi.agent.guard")
 
 ECHO_SHARE: Final = 0.6
 """Share of a reply's word trigrams found in the post it answers above which it is an echo."""
@@ -118,7 +116,8 @@ def refuse_degenerate(
     if bad is None:
         return None
     line = f"{tool} not posted ({bad.reason}: {bad.detail}): {_shown(text)}"
-    logger.warning("%s", line)
+    # One channel: the activity stream, which `phi run` logs and the sandbox prints. A log
+    # line here as well printed every refusal twice.
     ctx.deps.activity.record(line)
     if ctx.retry < ctx.max_retries:
         raise ModelRetry(

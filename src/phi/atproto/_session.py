@@ -9,7 +9,6 @@ logs in again with the app password once, then gives up with `SessionExpired`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from phi.atproto._calls import DEFAULT_RETRY, RetryPolicy, call, error_name, is_
 from phi.atproto.errors import AccountNotConfigured, AuthenticationFailed, SessionExpired
 from phi.atproto.models import Identity
 from phi.config import Settings
+from phi.private import check_secret_file, write_private
 
 __all__ = ["ClientConfig", "Session"]
 
@@ -106,11 +106,9 @@ class Session:
         path = self.config.session_file
         if path is None or event == SessionEvent.IMPORT:
             return
-        await anyio.Path(path.parent).mkdir(parents=True, exist_ok=True)
-        tmp = anyio.Path(f"{path}.tmp")
-        await tmp.write_text(self.sdk.export_session_string())
-        await anyio.to_thread.run_sync(os.chmod, tmp, 0o600)
-        await tmp.rename(path)
+        # 0600 from its first byte: the session string is as good as the password for a day.
+        saved = self.sdk.export_session_string()
+        await anyio.to_thread.run_sync(write_private, path, saved)
 
     async def open(self) -> Identity:
         """Resume the saved session if the server still accepts it, else log in.
@@ -128,6 +126,8 @@ class Session:
         path = self.config.session_file
         if path is None or not await anyio.Path(path).exists():
             return False
+        # A session others can read is refused like a password file would be (ssh's rule).
+        await anyio.to_thread.run_sync(check_secret_file, path)
         saved = await anyio.Path(path).read_text()
         try:
             await self.sdk.login(session_string=saved.strip(), fetch_bsky_profile=False)

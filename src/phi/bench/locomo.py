@@ -26,11 +26,24 @@ from phi.memory import Memory, MiniLMEmbedder, NewRow, Turn
 from phi.memory.embed import Embedder
 from phi.memory.recall import DEFAULT_RECIPE, RecallRecipe
 from phi.memory.scratch import scratch_location
+from phi.private import private_mkdirs
 
-__all__ = ["CATEGORIES", "KS", "LocomoResult", "QuestionResult", "load_conversations", "run_locomo"]
+__all__ = [
+    "CATEGORIES",
+    "DEV_SPLIT",
+    "KS",
+    "LocomoResult",
+    "QuestionResult",
+    "load_conversations",
+    "run_locomo",
+]
 
 CATEGORIES: Final = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS: Final = (1, 5, 10, 20)
+DEV_SPLIT: Final = Path(__file__).resolve().parents[3] / "data" / "locomo" / "locomo-dev.json"
+"""The development split in the repository (`data/locomo/`, CC BY-NC 4.0, attribution in its
+README): the only LoCoMo conversations phi is tuned on. Present in a checkout (phi installs
+editable from it), not in a wheel."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -208,7 +221,7 @@ async def run_locomo(
     result = LocomoResult()
     started = time.perf_counter()
     if store_dir is not None:
-        await anyio.Path(store_dir).mkdir(parents=True, exist_ok=True)
+        await anyio.to_thread.run_sync(private_mkdirs, store_dir)
     with tempfile.TemporaryDirectory(prefix="phi-locomo-") as tmp:
         for number, sample in enumerate(conversations, start=1):
             name = sample["sample_id"]

@@ -1,7 +1,7 @@
 """Reference figures of other retrieval methods on LoCoMo, measured here the same way.
 
 Turn-level evidence recall, categories 1-4, no language model, all-MiniLM-L6-v2 for every
-dense part (see `../shared/data/locomo/README.md` and NOTES.md). The dev-split rows can be
+dense part (see `data/locomo/README.md`). The dev-split rows can be
 compared with `phi bench locomo` on `locomo-dev.json` directly; the held-out rows were
 measured on the five conversations kept out of the development split.
 """

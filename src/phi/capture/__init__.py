@@ -10,7 +10,17 @@ importing the memory engine costs seconds on a busy machine. Only the background
 and the session-start hook load it.
 """
 
-from phi.capture._run import HookOptions, check_event, run_hook
+from phi.capture._check import MAX_EVENT_BYTES, CheckedEvent, check_event
+from phi.capture._run import BAD_EVENT_EXIT, HookOptions, run_hook
 from phi.capture.spool import Spool, SpoolEntry
 
-__all__ = ["HookOptions", "Spool", "SpoolEntry", "check_event", "run_hook"]
+__all__ = [
+    "BAD_EVENT_EXIT",
+    "MAX_EVENT_BYTES",
+    "CheckedEvent",
+    "HookOptions",
+    "Spool",
+    "SpoolEntry",
+    "check_event",
+    "run_hook",
+]

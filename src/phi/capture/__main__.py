@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.drain:
         drain(options, wait_s=BACKGROUND_WAIT_S, err=sys.stderr)
         return 0
-    return run_hook(sys.stdin.read(), options, out=sys.stdout, err=sys.stderr)
+    return run_hook(sys.stdin.buffer, options, out=sys.stdout, err=sys.stderr)
 
 
 if __name__ == "__main__":

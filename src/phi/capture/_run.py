@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TextIO
+from typing import TYPE_CHECKING, BinaryIO, Final, TextIO
 
-from phi.capture.events import HOOK_EVENTS
+from phi.capture._check import check_event, read_event
 from phi.capture.spool import Spool, SpoolEntry
 from phi.errors import InvalidInput
+from phi.private import private_opener
+from phi.redact import redact_json
 
 if TYPE_CHECKING:
     from phi.memory import Memory
 
-__all__ = ["HookOptions", "check_event", "default_spool_dir", "run_hook"]
+__all__ = ["BAD_EVENT_EXIT", "HookOptions", "default_spool_dir", "run_hook"]
 
 DEFAULT_NAMESPACE: Final = "agent-sessions"
 SESSION_START_WAIT_S: Final = 30.0
@@ -53,37 +54,30 @@ def default_spool_dir() -> Path:
     return (Path(home).expanduser() if home else Path.home() / ".phi") / "capture"
 
 
-def check_event(payload: str) -> str:
-    """The hook event name in `payload`, or `InvalidInput` saying what is wrong. Cheap on
-    purpose: full validation happens when the event is stored."""
-    try:
-        event = json.loads(payload)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(f"hook event is not JSON: {exc}") from None
-    if not isinstance(event, dict):
-        raise InvalidInput("hook event must be a JSON object")
-    name = event.get("hook_event_name")
-    if name not in HOOK_EVENTS:
-        raise InvalidInput(
-            f"unknown hook_event_name {name!r}; expected one of {', '.join(sorted(HOOK_EVENTS))}"
-        )
-    session = event.get("session_id")
-    if not isinstance(session, str) or not session.strip():
-        raise InvalidInput("hook event has no session_id")
-    return str(name)
+BAD_EVENT_EXIT: Final = 1
+"""The exit code for an event the hook refuses. Not 2, the CLI's usual code for bad input:
+Claude Code reads a hook's exit 2 as "block this" (the tool call is stopped, the prompt
+erased, the agent kept from stopping); any other code only shows the message."""
 
 
-def run_hook(payload: str, options: HookOptions, *, out: TextIO, err: TextIO) -> int:
-    """Handle one hook event; returns the exit code (never 2: that would block the host)."""
+def run_hook(stdin: BinaryIO, options: HookOptions, *, out: TextIO, err: TextIO) -> int:
+    """Handle the hook event on `stdin`; returns the exit code (never 2, see
+    `BAD_EVENT_EXIT`). Whatever is wrong is said in one line on `err`."""
     try:
-        name = check_event(payload)
+        payload = read_event(stdin)
+        event = check_event(payload)
     except InvalidInput as exc:
         print(f"phi capture: {exc}", file=err)
-        return 1
+        return BAD_EVENT_EXIT
     spool = Spool(directory=options.spool_dir)
-    spool.append(SpoolEntry(namespace=options.namespace, payload=payload))
-    if name == "SessionStart":
-        text = drain(options, wait_s=SESSION_START_WAIT_S, preload=True, cwd=_cwd(payload), err=err)
+    try:
+        # Redacted before it touches the disk (the drain redacts too, as every write does).
+        spool.append(SpoolEntry(namespace=options.namespace, payload=redact_json(payload)))
+    except OSError as exc:  # a full disk, a read-only home: the host must carry on
+        print(f"phi capture: could not queue the event in {spool.path}: {exc}", file=err)
+        return BAD_EVENT_EXIT
+    if event.name == "SessionStart":
+        text = drain(options, wait_s=SESSION_START_WAIT_S, preload=True, cwd=event.cwd, err=err)
         if text:
             print(text, file=out)
     elif options.wait:
@@ -91,11 +85,6 @@ def run_hook(payload: str, options: HookOptions, *, out: TextIO, err: TextIO) ->
     else:
         detach(options)
     return 0
-
-
-def _cwd(payload: str) -> str | None:
-    cwd = json.loads(payload).get("cwd")
-    return cwd if isinstance(cwd, str) and cwd else None
 
 
 def detach(options: HookOptions) -> None:
@@ -107,7 +96,7 @@ def detach(options: HookOptions) -> None:
         args,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=(options.spool_dir / "drain.log").open("a"),
+        stderr=open(options.spool_dir / "drain.log", "a", opener=private_opener),  # noqa: SIM115
         start_new_session=True,
     )
 
@@ -153,10 +142,10 @@ def drain(
 
 
 def _open_memory(db: str | None) -> Memory:
-    from phi.config import Settings
+    from phi.config import load_settings
     from phi.memory import Memory
 
-    settings = Settings()
+    settings = load_settings()  # the edge of the drainer: PHI_HOME is closed (0700) here
     return Memory.open(db or settings.resolved_memory_url(), embedder=settings.make_embedder())
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from phi.capture.events import HookName
+from phi.capture.events import HookName, is_blank
 from phi.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -51,6 +51,13 @@ class HookEvent(BaseModel):
     tool_response: Any = None
     tool_use_id: str | None = None
     error: str | None = None
+
+    @field_validator("session_id")
+    @classmethod
+    def _session_named(cls, value: str) -> str:
+        if is_blank(value):
+            raise ValueError("blank session id")
+        return value
 
 
 def parse_event(text: str) -> HookEvent:
@@ -153,8 +160,14 @@ def _last_assistant_text(transcript: str | None) -> str | None:
     return last
 
 
-async def apply_event(memory: Memory, event: HookEvent, *, namespace: str) -> HookOutcome:
-    """Store what `event` carries in `namespace` and link it to its cause."""
+async def apply_event(
+    memory: Memory, event: HookEvent, *, namespace: str, event_id: str | None = None
+) -> HookOutcome:
+    """Store what `event` carries in `namespace` and link it to its cause.
+
+    `event_id` (the spool's id for this event) goes into the rows' source, so storing the
+    same event again makes no duplicate; without it the event is new each time.
+    """
     # The MCP package is heavy; a hook that only queues never imports it.
     from phi.mcp.capture import capture, latest_in_session
 
@@ -165,6 +178,7 @@ async def apply_event(memory: Memory, event: HookEvent, *, namespace: str) -> Ho
             memory,
             namespace=namespace,
             session=session,
+            event=event_id,
             kind="turn",
             content=_clip(event.prompt),
             speaker="user",
@@ -176,6 +190,7 @@ async def apply_event(memory: Memory, event: HookEvent, *, namespace: str) -> Ho
             memory,
             namespace=namespace,
             session=session,
+            event=event_id,
             kind="decision",
             content=_clip(_decision_text(event)),
             tool=event.tool_name,
@@ -200,6 +215,7 @@ async def apply_event(memory: Memory, event: HookEvent, *, namespace: str) -> Ho
             memory,
             namespace=namespace,
             session=session,
+            event=event_id,
             kind=kind,
             content=_clip(body.strip() or "(no output)"),
             tool=event.tool_name,
@@ -215,6 +231,7 @@ async def apply_event(memory: Memory, event: HookEvent, *, namespace: str) -> Ho
                 memory,
                 namespace=namespace,
                 session=session,
+                event=event_id,
                 kind="turn",
                 content=_clip(text),
                 speaker="assistant",

@@ -20,6 +20,8 @@ from rich.console import Console
 from phi.errors import PhiError, UserError
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from phi.config import Settings
     from phi.memory import Memory
 
@@ -55,11 +57,11 @@ def note(message: str) -> None:
 
 def settings() -> Settings:
     """The settings from `PHI_*` and `.env`; a bad value is a one-line error (exit 2)."""
-    from phi.config import SettingsError, load_settings
+    from phi.config import load_settings
 
     try:
         return load_settings()
-    except SettingsError as exc:
+    except UserError as exc:  # a bad value, or a `.env` with a secret others can read
         fail(str(exc))
 
 
@@ -73,6 +75,30 @@ def run(fn: Callable[[], Awaitable[T]]) -> T:
         fail(str(exc), code=2)
     except PhiError as exc:
         fail(str(exc), code=1)
+    except BaseExceptionGroup as group:
+        # A task group wraps what its tasks raise: phi's own error inside one is still a
+        # one-line message, not a traceback of the group.
+        leaf = _phi_error_in(group)
+        if leaf is None:
+            raise
+        fail(str(leaf), code=2 if isinstance(leaf, UserError) else 1)
+
+
+def _phi_error_in(group: BaseExceptionGroup[BaseException]) -> PhiError | None:
+    """The first `UserError` (else `PhiError`) of a group whose leaves are all phi's errors
+    (or the cancellations they caused); None when anything else failed too."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        else:
+            leaves.append(current)
+    errors = [leaf for leaf in leaves if isinstance(leaf, PhiError)]
+    if not errors or len(errors) != len(leaves):
+        return None
+    return next((e for e in errors if isinstance(e, UserError)), errors[0])
 
 
 def memory_location(db: str | None, *, sandbox: bool = False) -> str:
@@ -83,6 +109,13 @@ def memory_location(db: str | None, *, sandbox: bool = False) -> str:
     if sandbox:
         return current.sandbox_memory_url()
     return db or current.resolved_memory_url()
+
+
+def shown_location(location: str) -> str:
+    """A store location fit to print: a URL loses its password and secret query values."""
+    from phi.redact import redact_url
+
+    return redact_url(location) if "://" in location else location
 
 
 def open_memory(db: str | None, *, sandbox: bool = False, creates: bool = False) -> Memory:
@@ -157,6 +190,14 @@ def parse_time(value: str | None, option: str) -> datetime | None:
     except ValueError:
         fail(f"{option} {value!r} is not an ISO 8601 date or datetime (e.g. 2026-11-01)")
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def show_table(table: Table) -> None:
+    """Print a rich table whose cells fold at the terminal's width (80 columns in a pipe)
+    instead of ending in an ellipsis: ids, namespaces and paths in it are copied whole."""
+    for column in table.columns:
+        column.overflow = "fold"
+    console.print(table)
 
 
 def emit_json(value: Any) -> None:

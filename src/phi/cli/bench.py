@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
-from phi.cli._edge import AsJson, console, emit_json, fail, note, run
+from phi.cli._edge import AsJson, console, emit_json, fail, note, run, show_table
 
 if TYPE_CHECKING:
     from phi.bench.locomo import LocomoResult
@@ -88,7 +88,7 @@ def brain(
             f"{r.tokens_per_s:.0f}",
             str(r.prompt_tokens),
         )
-    console.print(table)
+    show_table(table)
     console.print(
         "degenerate replies are never posted: the guard refuses them (rescued: the "
         "retry wrote one that may be)",
@@ -98,7 +98,13 @@ def brain(
 
 @bench_app.command("locomo")
 def locomo(
-    data: Annotated[Path, typer.Argument(help="A LoCoMo JSON file (e.g. locomo-dev.json).")],
+    data: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A LoCoMo JSON file (default: the development split in data/locomo/).",
+            show_default=False,
+        ),
+    ] = None,
     sample: Annotated[
         list[str] | None, typer.Option("--sample", help="Only this conversation (repeatable).")
     ] = None,
@@ -124,8 +130,9 @@ def locomo(
     as_json: AsJson = False,
 ) -> None:
     """Retrieval quality on LoCoMo: recall@1/5/10/20 through phi's own write and recall path."""
-    from phi.bench.locomo import CATEGORIES, KS, run_locomo
+    from phi.bench.locomo import CATEGORIES, DEV_SPLIT, KS, run_locomo
 
+    data = data if data is not None else DEV_SPLIT
     if not data.is_file():
         fail(f"no LoCoMo file at {str(data)!r}")
     if output is not None and not output.parent.is_dir():
@@ -143,6 +150,16 @@ def locomo(
         )
 
     result = run(go)
+    if plot is not None:
+        from phi.bench.plot import plot_locomo  # matplotlib is a development dependency
+        from phi.errors import InvalidInput
+
+        try:
+            plot_locomo(result, plot)
+        except InvalidInput as exc:
+            fail(str(exc))
+        # On standard error: beside --json, standard output is the JSON alone.
+        note(f"wrote a chart to {plot}")
     if as_json:
         emit_json(
             {
@@ -161,6 +178,7 @@ def locomo(
                     "p95": _number(result.latency_ms(0.95)),
                 },
                 "output": str(output) if output else None,
+                "plot": str(plot) if plot else None,
             }
         )
         return
@@ -168,15 +186,6 @@ def locomo(
     print_peers()
     if output is not None:
         console.print(f"wrote {len(result.questions)} lines to {output}", highlight=False)
-    if plot is not None:
-        from phi.bench.plot import plot_locomo  # matplotlib is a development dependency
-        from phi.errors import InvalidInput
-
-        try:
-            plot_locomo(result, plot)
-        except InvalidInput as exc:
-            fail(str(exc))
-        console.print(f"wrote a chart to {plot}", highlight=False)
 
 
 def _number(value: float) -> float | None:
@@ -203,7 +212,7 @@ def print_locomo(result: LocomoResult) -> None:
     table.add_row(
         "all", str(len(result.questions)), *(f"{result.recall(k):.3f}" for k in KS), style="bold"
     )
-    console.print(table)
+    show_table(table)
     ingest = (
         f"ingest: {result.turns} turns in {result.ingest_seconds:.1f} s "
         f"({result.turns / result.ingest_seconds:.0f} turns/s, embedding included)"
@@ -231,4 +240,4 @@ def print_peers() -> None:
     for peer in PEERS:
         cells = ("-" if v is None else f"{v:.3f}" for v in peer.recall)
         table.add_row(peer.method, peer.split, *cells)
-    console.print(table)
+    show_table(table)

@@ -52,6 +52,6 @@ def capture_command(
     if drain:
         drain_queue(options, wait_s=BACKGROUND_WAIT_S, err=sys.stderr)
         return
-    code = run_hook(sys.stdin.read(), options, out=sys.stdout, err=sys.stderr)
+    code = run_hook(sys.stdin.buffer, options, out=sys.stdout, err=sys.stderr)
     if code:
         raise typer.Exit(code)

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from phi.cli._edge import Db, InSandbox, fail, note, open_memory, run
+from phi.cli._edge import (
+    Db,
+    InSandbox,
+    fail,
+    memory_location,
+    note,
+    open_memory,
+    run,
+    shown_location,
+)
 from phi.errors import UserError
 
 __all__ = ["mcp_command"]
@@ -25,6 +35,14 @@ def _loopback(host: str) -> bool:
 
 def mcp_command(
     db: Db = None,
+    home: Annotated[
+        Path | None,
+        typer.Option(
+            "--home",
+            help="phi's home folder (default $PHI_HOME or ~/.phi): MCP clients start servers "
+            "with a filtered environment, so give it here in the client's configuration.",
+        ),
+    ] = None,
     sandbox: InSandbox = False,
     http: Annotated[
         bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")
@@ -54,6 +72,10 @@ def mcp_command(
     ] = None,
 ) -> None:
     """Serve phi's memory over MCP: remember, recall, preload, neighbors, history, capture."""
+    if home is not None:
+        # The one setting an MCP client's filtered environment loses; set before anything
+        # reads the settings, so the store, tokens and journal all follow it.
+        os.environ["PHI_HOME"] = str(home.expanduser().resolve())
     if token_file is not None:
         if not http:
             fail("--token-file needs --http (stdio has no tokens: the client owns the process)")
@@ -77,6 +99,8 @@ def mcp_command(
 
     async def go() -> None:
         async with open_memory(db, sandbox=sandbox, creates=True) as memory:
+            where = shown_location(memory_location(db, sandbox=sandbox))
+            note(f"phi mcp serves the memory at {where}")
             server = build_server(memory, options)
             if http:
                 note(f"MCP over streamable HTTP at http://{host}:{port}/mcp (Ctrl-C stops)")
@@ -101,6 +125,7 @@ def _serve_remote(
 
     from phi.mcp import DEFAULT_SESSION_NAMESPACE, McpOptions
     from phi.mcp.remote import build_remote_app, load_tokens
+    from phi.redact import redact_logs
 
     async def go() -> None:
         tokens = load_tokens(token_file)
@@ -109,9 +134,12 @@ def _serve_remote(
             session_namespace=session_namespace or DEFAULT_SESSION_NAMESPACE,
         )
         async with open_memory(db, sandbox=sandbox, creates=True) as memory:
+            where = shown_location(memory_location(db, sandbox=sandbox))
+            note(f"phi mcp serves the memory at {where}")
             app = build_remote_app(memory, tokens, options, host=host)
             note(f"MCP over streamable HTTP at http://{host}:{port}/mcp, bearer tokens required")
             config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+            redact_logs("uvicorn", "uvicorn.access")  # a request line may carry a ?token=
             await uvicorn.Server(config).serve()
 
     run(go)

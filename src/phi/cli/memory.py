@@ -24,7 +24,10 @@ from phi.cli._edge import (
     plural,
     read_text,
     run,
+    show_table,
+    shown_location,
 )
+from phi.private import private_file
 
 if TYPE_CHECKING:
     from phi.memory import Found, Kind, Row
@@ -244,7 +247,7 @@ def stats(db: Db = None, sandbox: InSandbox = False, as_json: AsJson = False) ->
 
     summary, namespaces, usage = run(go)
     data = {
-        "location": summary.location,
+        "location": shown_location(summary.location),
         "backend": summary.backend,
         "embedding": summary.embedding
         and {"model": summary.embedding.model, "dimension": summary.embedding.dimension},
@@ -277,8 +280,13 @@ def stats(db: Db = None, sandbox: InSandbox = False, as_json: AsJson = False) ->
     if as_json:
         emit_json(data)
         return
+    embedding = summary.embedding
+    shown = {
+        **data,
+        "embedding": f"{embedding.model} ({embedding.dimension}-d)" if embedding else "none yet",
+    }
     for key in ("location", "backend", "embedding", "rows", "edges", "namespaces", "size_bytes"):
-        console.print(f"[bold]{key}[/]: {data[key]}", highlight=False)
+        console.print(f"[bold]{key}[/]: {shown[key]}", highlight=False)
     from rich.table import Table
 
     table = Table("namespace", "rows", "active", "kinds")
@@ -290,14 +298,14 @@ def stats(db: Db = None, sandbox: InSandbox = False, as_json: AsJson = False) ->
             ", ".join(f"{k}={v}" for k, v in n.kinds.items()),
         )
     if namespaces:
-        console.print(table)
+        show_table(table)
     calls = Table("pass", "calls", "requests", "input tokens", "output tokens", "failures")
     for u in usage:
         calls.add_row(
             u.purpose, *map(str, (u.calls, u.requests, u.input_tokens, u.output_tokens, u.failures))
         )
     if usage:
-        console.print(calls)
+        show_table(calls)
     else:
         console.print("model calls: none yet")
 
@@ -320,6 +328,8 @@ def export(
     async def go() -> int:
         count = 0
         async with open_memory(db, sandbox=sandbox) as memory:
+            if output:
+                private_file(output)  # people's words: 0600, like the store they came from
             with output.open("w") if output else _stdout() as fh:
                 async for row in memory.export(namespace=namespace or None, status=None):
                     fh.write(json.dumps(row.to_json(), ensure_ascii=False) + "\n")

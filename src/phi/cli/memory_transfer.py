@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
@@ -27,7 +27,7 @@ from phi.cli._edge import (
 from phi.cli.memory import memory_app
 
 if TYPE_CHECKING:
-    from phi.memory.transfer import ImportReport, MigrationReport
+    from phi.memory.transfer import ImportReport, LeftBehind, MigrationReport
     from phi.memory.transfer import Progress as OnProgress
 
 __all__ = ["import_command", "migrate_command"]
@@ -46,12 +46,19 @@ def _progress_bar(enabled: bool) -> Iterator[OnProgress]:
     tasks: dict[str, TaskID] = {}
 
     def update(step: str, done: int, total: int) -> None:
+        if not tasks:
+            # Started at the first step, not before: a refusal that comes first (a target
+            # of other data) stays the one line it is, with no empty bar before it.
+            bar.start()
         if step not in tasks:
             tasks[step] = bar.add_task(step, total=total)
         bar.update(tasks[step], completed=done, total=total)
 
-    with bar:
+    try:
         yield update
+    finally:
+        if tasks:
+            bar.stop()
 
 
 @memory_app.command("migrate")
@@ -66,7 +73,9 @@ def migrate_command(
 ) -> None:
     """Copy a whole memory between stores: rows with vectors, edges, history, learning
     state and the model-call log. Run it again after an interruption to finish the copy;
-    counts are verified at the end."""
+    counts are verified at the end. A target holding other data is refused before anything
+    is copied. Rows an older phi stored with text no store can keep (a NUL character) are
+    left behind with their edges, listed, and the command exits 1."""
     from phi.memory.transfer import migrate
 
     if not source.startswith(("postgresql://", "postgres://")) and not Path(source).is_file():
@@ -78,6 +87,7 @@ def migrate_command(
             return await migrate(source, target, progress=progress)
 
     report = run(go)
+    left = report.left_behind
     if as_json:
         emit_json(
             {
@@ -85,17 +95,66 @@ def migrate_command(
                 "target": report.target,
                 "copied": dataclasses.asdict(report.copied),
                 "counts": dataclasses.asdict(report.target_counts),
+                "left_behind": {
+                    "rows": [dataclasses.asdict(r) for r in left.rows],
+                    "edges": [
+                        {"src": e.src, "dst": e.dst, "edge_type": e.edge_type} for e in left.edges
+                    ],
+                    "marks": left.marks,
+                    "state": [dataclasses.asdict(s) for s in left.state],
+                },
                 "seconds": round(report.seconds, 3),
             }
         )
-        return
-    counts, copied = report.target_counts, report.copied
+    else:
+        _print_migration(report)
+    if left:
+        # Not a success: a script must not drop the source believing the copy whole.
+        err_console.print(
+            f"[bold yellow]not copied:[/] {_left_summary(left)} hold text no store can keep"
+            " (a NUL character, written by an older phi); the source still holds them,"
+            " the target does not",
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1)
+
+
+SHOWN: Final = 20
+"""Rows left behind listed by the plain report (`--json` lists every one)."""
+
+
+def _left_summary(left: LeftBehind) -> str:
+    parts = [
+        plural(len(left.rows), "row"),
+        plural(len(left.edges), "edge"),
+        plural(left.marks, "marker"),
+    ]
+    state = f"{plural(len(left.state), 'version')} of learning state"
+    return f"{', '.join(parts)} and {state}"
+
+
+def _print_migration(report: MigrationReport) -> None:
+    counts, copied, left = report.target_counts, report.copied, report.left_behind
     console.print(f"migrated {report.source} -> {report.target}", highlight=False)
     for field in dataclasses.fields(counts):
         name = field.name.replace("_", " ")
         total, new = getattr(counts, field.name), getattr(copied, field.name)
         console.print(f"  {name}: {total} (this run copied {new})", highlight=False)
-    console.print("counts verified: the target holds what the source holds", highlight=False)
+    if left:
+        console.print(f"left behind: {_left_summary(left)}", highlight=False)
+        lines = [f"  row {r.row_id} ({r.namespace}): {r.problem}" for r in left.rows]
+        lines += [f"  state {s.scope!r} {s.key!r} v{s.version}: {s.problem}" for s in left.state]
+        for line in lines[:SHOWN]:
+            console.print(line, highlight=False, markup=False, soft_wrap=True)
+        if len(lines) > SHOWN:
+            console.print(f"  … and {len(lines) - SHOWN} more (--json lists every one)")
+        console.print(
+            "counts verified: the target holds what the source holds, less what was left behind",
+            highlight=False,
+        )
+    else:
+        console.print("counts verified: the target holds what the source holds", highlight=False)
     rate = copied.rows / report.seconds if report.seconds > 0 else 0.0
     console.print(f"took {report.seconds:.1f} s ({rate:,.0f} rows/s copied)", highlight=False)
 

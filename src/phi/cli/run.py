@@ -12,6 +12,7 @@ import typer
 
 from phi.cli._edge import console, fail, run, settings
 from phi.errors import UserError
+from phi.redact import RedactingFilter
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -36,7 +37,8 @@ class _JsonLines(logging.Formatter):
             "message": record.getMessage(),
         }
         if record.exc_info:
-            entry["error"] = self.formatException(record.exc_info)
+            # The text the redacting filter left, when it did (`phi.redact.RedactingFilter`).
+            entry["error"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False)
 
 
@@ -47,6 +49,7 @@ def configure_logging(fmt: LogFormat, level: str) -> None:
         if fmt == "json"
         else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     )
+    handler.addFilter(RedactingFilter())  # log lines quote posts, tool output, URLs
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

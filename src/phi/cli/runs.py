@@ -1,4 +1,5 @@
-"""`phi runs list | show`: the journal of agent runs (`phi.runtime.journal`)."""
+"""`phi runs list | show`: the journal of agent runs (`phi.runtime.journal`); `phi runs
+pending`: the notifications failed runs left unanswered (`phi.runtime.pending`)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from phi.cli._edge import console, emit_json, run
-from phi.config import Settings
+from phi.cli._edge import Db, InSandbox, console, emit_json, open_memory, run, settings
 
 if TYPE_CHECKING:
     from phi.runtime.journal import RunJournal, RunRecord
+    from phi.runtime.pending import PendingNotification, PendingQueue
 
 __all__ = ["runs_app"]
 
@@ -20,7 +21,7 @@ runs_app = typer.Typer(help="What phi's runs saw and did: the run journal under 
 def _journal() -> RunJournal:
     from phi.runtime.journal import RunJournal
 
-    return RunJournal.at_home(Settings().home)
+    return RunJournal.at_home(settings().home)
 
 
 def _line(record: RunRecord) -> str:
@@ -79,3 +80,42 @@ def show_command(
         out.append("actions:")
         out.extend(f"- {line}" for line in record.actions)
     console.print("\n".join(out), highlight=False, markup=False, soft_wrap=True)
+
+
+def _pending_line(entry: PendingNotification) -> str:
+    n = entry.notification
+    runs = f"{entry.failures} failed run{'s' if entry.failures != 1 else ''}"
+    when = (
+        f"next try {entry.retry_at:%Y-%m-%d %H:%M:%S} UTC"
+        if entry.retry_at is not None
+        else f"set aside {entry.last_failed_at:%Y-%m-%d %H:%M:%S} UTC"
+    )
+    return (
+        f"{entry.status:<9}  {n.reason} from @{n.author_handle}  {runs}, {when}  {n.uri}  "
+        f"last error: {entry.error}"
+    )
+
+
+@runs_app.command("pending")
+def pending_command(
+    db: Db = None,
+    sandbox: InSandbox = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON for scripts.")] = False,
+) -> None:
+    """Notifications failed runs left unanswered (kept in phi's memory): `waiting` for
+    another run, with when, or `set-aside` after their last allowed failure."""
+    from phi.runtime.pending import read_pending
+
+    async def read() -> list[PendingQueue]:
+        async with open_memory(db, sandbox=sandbox) as memory:
+            return await read_pending(memory)
+
+    queues = run(read)
+    if as_json:
+        emit_json([summary for queue in queues for summary in queue.summaries()])
+        return
+    entries = [entry for queue in queues for entry in queue.entries]
+    if not entries:
+        console.print("no notifications waiting for a retry or set aside", highlight=False)
+    for entry in entries:
+        console.print(_pending_line(entry), highlight=False, markup=False, soft_wrap=True)

@@ -39,7 +39,8 @@ def _sandbox() -> Sandbox:
 
 
 async def _up_with_progress(sandbox: Sandbox, say: Callable[[str], None]) -> SandboxInfo:
-    """`sandbox.up()`, saying every `TICK_SECONDS` that it is still going."""
+    """`sandbox.up()`, saying every `TICK_SECONDS` that it is still going (and, once, when
+    it starts on other ports than configured because another program holds them)."""
     import anyio
 
     started = time.monotonic()
@@ -54,7 +55,7 @@ async def _up_with_progress(sandbox: Sandbox, say: Callable[[str], None]) -> San
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(tick)
-        info = await sandbox.up()
+        info = await sandbox.up(say=say)
         tg.cancel_scope.cancel()
     return info
 
@@ -121,7 +122,7 @@ def status(as_json: AsJson = False) -> None:
         raise typer.Exit(1)
 
 
-async def _as(name: str, action: Callable[[PhiClient], Awaitable[str]]) -> str:
+async def _as(name: str, action: Callable[[PhiClient], Awaitable[T]]) -> T:
     from phi.atproto import PhiClient
     from phi.atproto.sandbox import wait_for_indexing
 
@@ -139,40 +140,54 @@ def say(
     name: Annotated[str, typer.Argument(help="Cast member: phi, operator, alice or bob.")],
     text: Annotated[str, typer.Argument(help="What to post.")],
     reply_to: Annotated[str | None, typer.Option(help="AT-URI of the post to reply to.")] = None,
+    as_json: AsJson = False,
 ) -> None:
     """Post as a cast member (a reply with --reply-to). Prints the new post's AT-URI."""
 
-    async def action(client: PhiClient) -> str:
-        refs = await client.post(text, reply_to=reply_to)
-        return "\n".join(ref.uri for ref in refs)
+    async def action(client: PhiClient) -> list[str]:
+        return [ref.uri for ref in await client.post(text, reply_to=reply_to)]
 
-    typer.echo(run(lambda: _as(name, action)))
+    uris = run(lambda: _as(name, action))
+    if as_json:
+        emit_json({"as": name, "uris": uris})
+    else:
+        typer.echo("\n".join(uris))
 
 
 @sandbox_app.command()
 def like(
     name: Annotated[str, typer.Argument(help="Cast member: phi, operator, alice or bob.")],
     uri: Annotated[str, typer.Argument(help="AT-URI of the post to like.")],
+    as_json: AsJson = False,
 ) -> None:
-    """Like a post as a cast member."""
+    """Like a post as a cast member. Prints the like's AT-URI."""
 
     async def action(client: PhiClient) -> str:
         return (await client.like(uri)).uri
 
-    typer.echo(run(lambda: _as(name, action)))
+    _echo(name, run(lambda: _as(name, action)), as_json=as_json)
 
 
 @sandbox_app.command()
 def follow(
     name: Annotated[str, typer.Argument(help="Cast member: phi, operator, alice or bob.")],
     handle: Annotated[str, typer.Argument(help="Handle (or DID) to follow.")],
+    as_json: AsJson = False,
 ) -> None:
-    """Follow an account as a cast member."""
+    """Follow an account as a cast member. Prints the follow's AT-URI."""
 
     async def action(client: PhiClient) -> str:
         return (await client.follow(handle)).uri
 
-    typer.echo(run(lambda: _as(name, action)))
+    _echo(name, run(lambda: _as(name, action)), as_json=as_json)
+
+
+def _echo(name: str, uri: str, *, as_json: bool) -> None:
+    """The record a cast member's action wrote: its AT-URI, or JSON naming who wrote it."""
+    if as_json:
+        emit_json({"as": name, "uri": uri})
+    else:
+        typer.echo(uri)
 
 
 @sandbox_app.command()
@@ -189,18 +204,31 @@ def wait() -> None:
 def run_phi(
     greeting: Annotated[
         str | None,
-        typer.Option(help="What alice says to open the conversation (default: a greeting)."),
+        typer.Option(
+            help="What alice says to open the conversation (default: she tells phi about her crow)."
+        ),
+    ] = None,
+    follow_up: Annotated[
+        str | None,
+        typer.Option(
+            help="What alice says next, in a new thread, referring back to her opening "
+            "(default: she asks for her crow's name; '' for nothing)."
+        ),
     ] = None,
     until_reply: Annotated[
-        bool, typer.Option("--until-reply", help="Stop after phi has handled alice's opening post.")
+        bool,
+        typer.Option(
+            "--until-reply", help="Stop once phi has handled alice's posts (both, by default)."
+        ),
     ] = False,
     poll: Annotated[float, typer.Option(help="Seconds between notification polls.")] = 2.0,
 ) -> None:
     """Start the network, run phi on it with the offline defaults, have alice talk to phi,
-    and stream what phi does (Ctrl-C stops phi; the network keeps running)."""
+    and stream what phi recalls and does; end with what phi holds about alice (Ctrl-C stops
+    phi; the network keeps running)."""
     from rich.markup import escape
 
-    from phi.runtime.sandbox_run import DEFAULT_GREETING, sandbox_run
+    from phi.runtime.sandbox_run import DEFAULT_FOLLOW_UP, DEFAULT_GREETING, sandbox_run
 
     if poll <= 0:
         fail(f"--poll must be positive, got {poll}")
@@ -226,6 +254,7 @@ def run_phi(
             current,
             emit=emit,
             greeting=greeting or DEFAULT_GREETING,
+            follow_up=DEFAULT_FOLLOW_UP if follow_up is None else follow_up,
             until_reply=until_reply,
             poll_seconds=poll,
         )

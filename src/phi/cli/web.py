@@ -84,6 +84,7 @@ def web_command(
     need $PHI_WEB_TOKEN; off loopback, reads need it too)."""
     import uvicorn
 
+    from phi.redact import redact_logs
     from phi.runtime.journal import RunJournal
     from phi.web import create_app
 
@@ -100,6 +101,7 @@ def web_command(
     )
     at = port or current.web_port
     config = uvicorn.Config(app, host=access.bind, port=at, log_level="info")
+    redact_logs("uvicorn", "uvicorn.access")  # a request line may carry a ?token=
 
     async def go() -> None:
         note(

@@ -3,17 +3,37 @@
 Every tool passes its namespaces and rows through one `Scope`, so confinement is checked in
 one place. A row outside the scope is reported as not found, never as forbidden: a confined
 client must not learn that another client's row exists.
+
+A prefix matches at a namespace boundary, never inside a word: `alpha` covers `alpha`,
+`alpha-notes`, `alpha.x`, `alpha:x` and `alpha_x`, not `alphabet-secret` (a plain
+`startswith` gave the holder of `alpha` another team's `alphabet-` namespaces). A prefix that
+ends in a separator (`team-a-`) already ends at a boundary.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Final
 
 from phi.errors import InvalidInput, NamespaceNotFound, RowNotFound
 from phi.memory import Memory, Row
 
-__all__ = ["Scope"]
+__all__ = ["NAMESPACE_SEPARATORS", "Scope", "within"]
+
+NAMESPACE_SEPARATORS: Final = frozenset("-_.:")
+"""Where one word of a namespace name ends. Names are letters, digits and `. _ : % -`
+(`phi.memory.model.validate_namespace`); `%` starts an escape inside a word, so it is no
+boundary."""
+
+
+def within(namespace: str, prefix: str) -> bool:
+    """Whether `namespace` lies under `prefix`: it is the prefix, or continues it after a
+    separator (the prefix's last character, or the namespace's next one)."""
+    if not namespace.startswith(prefix):
+        return False
+    rest = namespace[len(prefix) :]
+    return not rest or prefix[-1:] in NAMESPACE_SEPARATORS or rest[0] in NAMESPACE_SEPARATORS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,19 +41,28 @@ class Scope:
     """The namespaces one MCP client may use."""
 
     prefix: str | None = None
-    """Only namespaces starting with this; `None` means the whole store."""
+    """Only namespaces under this (`within`); `None` means the whole store."""
 
     def allows(self, namespace: str) -> bool:
-        return self.prefix is None or namespace.startswith(self.prefix)
+        return self.prefix is None or within(namespace, self.prefix)
 
     def check(self, namespace: str) -> str:
         """`namespace` if this client may use it, else `InvalidInput` saying why."""
         if not self.allows(namespace):
+            assert self.prefix is not None
             raise InvalidInput(
                 f"namespace {namespace!r} is outside this server's prefix {self.prefix!r}; "
-                f"use a namespace starting with {self.prefix!r}"
+                f"use a namespace like {self.place('notes')!r}"
             )
         return namespace
+
+    def place(self, name: str) -> str:
+        """`name` if it lies inside the scope, else `name` put under the prefix (with a `-`
+        when the prefix does not end in a separator)."""
+        if self.prefix is None or self.allows(name):
+            return name
+        joint = "" if self.prefix[-1] in NAMESPACE_SEPARATORS else "-"
+        return f"{self.prefix}{joint}{name}"
 
     def check_row(self, row: Row) -> Row:
         """`row` if it lies inside the scope; otherwise the caller is told it does not exist."""
@@ -48,7 +77,9 @@ class Scope:
             return [self.check(name) for name in asked]
         if self.prefix is None:
             return None
-        names = [info.namespace for info in await memory.namespaces(prefix=self.prefix)]
+        # The store lists by plain prefix; `alpha` must not read `alphabet-...`.
+        listed = await memory.namespaces(prefix=self.prefix)
+        names = [info.namespace for info in listed if self.allows(info.namespace)]
         if not names:
             raise NamespaceNotFound(f"{self.prefix}*")
         return names

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
+from phi.capture.events import capture_uri, is_blank, new_event_id
 from phi.errors import InvalidInput, NamespaceNotFound
 from phi.memory import Memory, NewRow, Row, Turn
 
@@ -102,6 +103,19 @@ def _label(kind: CaptureKind, *, path: str | None, tool: str | None) -> str:
     return "decision"
 
 
+def _check(*, kind: str, session: str, event: str | None, content: str) -> None:
+    if kind not in CAPTURE_KINDS:
+        raise InvalidInput(f"unknown capture kind {kind!r}; expected one of {CAPTURE_KINDS}")
+    if is_blank(session):
+        raise InvalidInput(f"blank session id {session!r}; pass the id of the agent session")
+    if event is not None and is_blank(event):
+        raise InvalidInput(f"blank event id {event!r}; pass the id of the event, or none")
+    if len(content) > MAX_CAPTURE_CHARS:
+        raise InvalidInput(
+            f"capture of {len(content)} characters is over {MAX_CAPTURE_CHARS}; send it in parts"
+        )
+
+
 async def capture(
     memory: Memory,
     *,
@@ -115,6 +129,7 @@ async def capture(
     tool: str | None = None,
     extra_meta: Mapping[str, str] | None = None,
     caused_by: str | None = None,
+    event: str | None = None,
 ) -> Captured:
     """Chunk and store one item of a session in thread `session` of `namespace`.
 
@@ -122,22 +137,27 @@ async def capture(
     speaker); the other kinds are stored as `note` rows tagged with their kind.
     `extra_meta` adds keys to each row's `meta` (a hook's `tool_use_id`).
 
+    Each row's source is `capture://<session>/<event>` and its `meta` names both, so the
+    same text sent by two sessions, or twice by one, makes rows of its own with links of its
+    own. `event` is the item's id (a hook event's, given when it was queued, so storing it
+    again makes no duplicate); without it every call is a new event.
+
     A `causal` edge links `caused_by` (a row id) to the first chunk; without it, a
     `tool_result`, `error` or `file_change` is linked to the session's latest `decision`,
     so "why did we do X" finds both the decision and what came of it.
     """
-    if kind not in CAPTURE_KINDS:
-        raise InvalidInput(f"unknown capture kind {kind!r}; expected one of {CAPTURE_KINDS}")
-    if not session.strip():
-        raise InvalidInput("empty session id; pass the id of the agent session")
-    if len(content) > MAX_CAPTURE_CHARS:
-        raise InvalidInput(
-            f"capture of {len(content)} characters is over {MAX_CAPTURE_CHARS}; send it in parts"
-        )
+    _check(kind=kind, session=session, event=event, content=content)
     chunks = chunk_text(content)
     if not chunks:
         raise InvalidInput("empty content; nothing to capture")
-    meta: dict[str, object] = {"capture": kind, "session": session, "chunks": len(chunks)}
+    event = event or new_event_id()
+    source = (capture_uri(session, event),)
+    meta: dict[str, object] = {
+        "capture": kind,
+        "session": session,
+        "event": event,
+        "chunks": len(chunks),
+    }
     if path:
         meta["path"] = path
     if tool:
@@ -153,6 +173,7 @@ async def capture(
                 NewRow.interaction(
                     [Turn(speaker=speaker, text=chunk, by_phi=by_agent)],
                     namespace=namespace,
+                    source_uris=source,
                     thread=session,
                     meta=chunk_meta,
                 )
@@ -164,6 +185,7 @@ async def capture(
                     namespace=namespace,
                     kind="note",
                     tags=(kind,),
+                    source_uris=source,
                     thread=session,
                     meta=chunk_meta,
                 )

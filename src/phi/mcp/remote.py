@@ -22,6 +22,7 @@ from typing import Any, Final
 from phi.errors import InvalidInput
 from phi.mcp.server import McpOptions, build_server
 from phi.memory import Memory
+from phi.private import check_secret_file
 
 __all__ = ["TokenScope", "build_remote_app", "load_tokens"]
 
@@ -48,12 +49,18 @@ def load_tokens(path: Path) -> list[TokenScope]:
     """Tokens from a file of `PREFIX TOKEN` lines (`#` starts a comment).
 
     Raises `InvalidInput` naming the line for a malformed entry, a short token, an empty
-    prefix or a token given twice.
+    prefix or a token given twice, and `InsecureFile` (with the `chmod` that fixes it) for
+    a file other users can read: their tokens would be theirs too.
     """
     try:
-        text = path.read_text()
+        text = check_secret_file(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise InvalidInput(f"cannot read token file {str(path)!r}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(
+            f"token file {str(path)!r} is not UTF-8 text (byte {exc.start}); write it as "
+            "'PREFIX TOKEN' lines, e.g. with `openssl rand -hex 16`"
+        ) from None
     scopes: list[TokenScope] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.split("#", 1)[0].strip()
@@ -93,11 +100,12 @@ async def _refuse(send: Send, status: int, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def _bearer(scope: Scope) -> str | None:
+def _bearer(scope: Scope) -> bytes | None:
+    """The bearer token's bytes as sent (a header is bytes; no decoding can mangle them)."""
     for name, value in scope.get("headers", ()):
         if name.lower() == b"authorization":
-            kind, _, token = value.decode("latin-1").partition(" ")
-            return token.strip() if kind.lower() == "bearer" else None
+            kind, _, token = bytes(value).partition(b" ")
+            return token.strip() if kind.lower() == b"bearer" else None
     return None
 
 
@@ -139,8 +147,9 @@ def build_remote_app(
         if given is None:
             await _refuse(send, 401, "missing bearer token (Authorization: Bearer <token>)")
             return
-        # Compare against every token in constant time, so timing says nothing about them.
-        matched = [inner for token, inner in routes if hmac.compare_digest(token, given.encode())]
+        # Compare against every token in constant time, so timing says nothing about them;
+        # `compare_digest` is exact (a longer or shorter token is another token).
+        matched = [inner for token, inner in routes if hmac.compare_digest(token, given)]
         if not matched:
             await _refuse(send, 401, "unknown bearer token")
             return

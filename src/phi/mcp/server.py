@@ -71,9 +71,7 @@ class McpOptions:
                 ) from None
 
     def default_namespace(self) -> str:
-        prefix = self.namespace_prefix or ""
-        name = self.session_namespace
-        return name if name.startswith(prefix) else f"{prefix}{name}"
+        return Scope(prefix=self.namespace_prefix).place(self.session_namespace)
 
 
 def _tool_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:

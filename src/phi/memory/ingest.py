@@ -1,4 +1,4 @@
-"""The write path: validate, deduplicate, embed, link, store — all or nothing.
+"""The write path: validate, redact, deduplicate, embed, link, store — all or nothing.
 
 Deduplication is looked up first (so a repeated write costs no embedding) and decided
 again by the store inside its write transaction (`RowStore.write` is an idempotent upsert),
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Final
 
@@ -39,6 +39,7 @@ from phi.memory.model import (
     validate_row_text,
 )
 from phi.memory.store.base import RowFilter, RowStore, RowWrite
+from phi.redact import redact, redact_data
 
 __all__ = ["IngestPolicy", "embed_pending", "extract_refs", "write_rows"]
 
@@ -100,6 +101,20 @@ def _validate(item: NewRow) -> None:
         ensure_utc(item.created_at)
 
 
+def _redacted(item: NewRow) -> NewRow:
+    """`item` with each secret in its text replaced by a marker (`phi.redact`). Every write
+    passes here, so a token in a tool's output or a captured event is never stored, and
+    never comes back from recall or an export. Done before the identity is hashed: the same
+    text twice still makes one row."""
+    content = redact(item.content)
+    sources = tuple(redact(uri) for uri in item.source_uris)
+    tags = tuple(redact(tag) for tag in item.tags)
+    meta = redact_data(item.meta)
+    if (content, sources, tags, meta) == (item.content, item.source_uris, item.tags, item.meta):
+        return item
+    return replace(item, content=content, source_uris=sources, tags=tags, meta=meta)
+
+
 def _build_row(item: NewRow, now: datetime) -> Row:
     return Row(
         row_id=new_row_id(),
@@ -135,6 +150,7 @@ async def write_rows(
     """
     for item in items:
         _validate(item)
+    items = [_redacted(item) for item in items]
     now = utc_now()
     rows: list[Row] = []
     fresh: dict[tuple[str, str], Row] = {}

@@ -289,6 +289,7 @@ class Memory:
         text). Active rows only; each kind's `Found.unembedded` counts that kind's rows."""
         if not query.strip():
             raise InvalidInput("empty query; say what to recall")
+        validate_text(query, what="query")
         for kind, limit in limits.items():
             if not 1 <= limit <= 1000:
                 raise InvalidInput(f"limit {limit} for {kind!r} is out of range 1-1000")

@@ -46,8 +46,10 @@ __all__ = [
     "user_label",
     "user_namespace",
     "validate_did",
+    "validate_meta",
     "validate_namespace",
     "validate_row_text",
+    "validate_stored_text",
     "validate_text",
 ]
 
@@ -251,42 +253,78 @@ def user_namespace(did: str) -> str:
 
 
 def validate_text(value: str, *, what: str) -> str:
-    """Return `value` if it can be stored and sent as UTF-8, else raise `InvalidInput`.
+    """Return `value` if every store can keep it and every surface can send it, else raise
+    `InvalidInput` naming `what` and the position of the first bad character.
 
-    A lone surrogate (`\\ud800` in JSON, or what `surrogateescape` makes of invalid UTF-8 on
-    a command line) is a valid Python `str` that no database, JSON encoder or terminal takes:
-    refuse it here, by name, instead of failing later halfway through a write.
+    One rule for every surface and backend (the library, CLI, HTTP and MCP; SQLite and
+    PostgreSQL), applied before any store sees the text, so a value is never accepted by
+    one store and refused by another (which made a migration stop at the first such row):
+    - a NUL character: SQLite keeps it, PostgreSQL refuses it in text and in JSON;
+    - a lone surrogate (`\\ud800` in JSON, or what `surrogateescape` makes of invalid
+      UTF-8 on a command line): a valid Python `str` that no database, JSON encoder or
+      terminal takes.
     """
+    if (at := value.find("\x00")) >= 0:
+        raise InvalidInput(
+            f"{what} holds a NUL character at position {at} ({_excerpt(value, at)}); no"
+            " store keeps it (PostgreSQL refuses it), so phi refuses it everywhere: remove it"
+        )
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidInput(
-            f"{what} is not valid UTF-8 text: {value!r} has a lone surrogate at position "
-            f"{exc.start}; send well-formed Unicode"
+            f"{what} is not valid UTF-8 text: {_excerpt(value, exc.start)} has a lone surrogate"
+            f" at position {exc.start}; send well-formed Unicode"
         ) from None
     return value
 
 
+def _excerpt(value: str, at: int, *, width: int = 24) -> str:
+    """The text around position `at`, quoted: a message stays one short line when the
+    value is a 20,000-character row."""
+    start, end = max(0, at - width), at + width + 1
+    clipped = repr(value[start:end])
+    return f"{'…' if start else ''}{clipped}{'…' if end < len(value) else ''}"
+
+
+def validate_meta(meta: object, *, what: str = "meta") -> None:
+    """Apply `validate_text` to every key and string value of a JSON-like `meta`, naming
+    the path of the bad one (`meta['turns'][1]['text']`, `meta key 'k'`)."""
+    if isinstance(meta, str):
+        validate_text(meta, what=what)
+    elif isinstance(meta, Mapping):
+        for key, value in meta.items():
+            validate_text(str(key), what=f"{what} key {str(key)!r}")
+            validate_meta(value, what=f"{what}[{str(key)!r}]")
+    elif isinstance(meta, list | tuple):
+        for n, value in enumerate(meta):
+            validate_meta(value, what=f"{what}[{n}]")
+
+
 def validate_row_text(item: NewRow) -> None:
-    """Refuse a row whose text, tags, sources, author or meta cannot be stored as UTF-8, or
-    whose author is not a DID."""
+    """Refuse a row whose text, tags, sources, author or meta no store can keep, or whose
+    author is not a DID."""
+    if item.thread is not None:
+        validate_text(item.thread, what="meta")  # the thread is kept in meta
+    validate_stored_text(item)
+    if item.author is not None:
+        validate_did(item.author, what="author")
+
+
+def validate_stored_text(item: NewRow | Row) -> None:
+    """Refuse a row (a new one, or one read from a store an older phi wrote) holding text
+    that some store cannot keep (`validate_text`): what `migrate` leaves behind."""
+    validate_text(item.namespace, what="namespace")
     validate_text(item.content, what="content")
     for tag in item.tags:
         validate_text(tag, what="tag")
     for uri in item.source_uris:
         validate_text(uri, what="source URI")
     if item.author is not None:
-        validate_did(validate_text(item.author, what="author"), what="author")
+        validate_text(item.author, what="author")
     if item.supersedes is not None:
         validate_text(item.supersedes, what="supersedes")
-    if item.thread is not None:
-        validate_text(item.thread, what="meta")  # the thread is kept in meta
-    try:
-        json.dumps(item.meta, ensure_ascii=False, default=str).encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(
-            f"meta is not valid UTF-8 text: {dict(item.meta)!r} holds a lone surrogate"
-        ) from None
+    validate_meta(item.meta)
 
 
 def user_label(did: str) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from phi.errors import InvalidInput
-from phi.memory.model import ensure_utc, utc_now
+from phi.memory.model import ensure_utc, utc_now, validate_text
 from phi.memory.store.ledger import Ledger, StateEntry
 
 __all__ = ["KeyValueState", "StateEntry"]
@@ -39,7 +39,7 @@ class KeyValueState:
         return await self.ledger.write_state(
             _checked(scope, "scope"),
             _checked(key, "key"),
-            value,
+            validate_text(value, what="state value"),
             at=ensure_utc(at) if at else utc_now(),
             keep=keep,
         )
@@ -56,4 +56,4 @@ class KeyValueState:
 def _checked(text: str, what: str) -> str:
     if not text.strip():
         raise InvalidInput(f"empty state {what}; name it")
-    return text
+    return validate_text(text, what=f"state {what}")

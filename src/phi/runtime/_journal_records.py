@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -17,6 +17,8 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
+
+from phi.redact import redact, redact_json
 
 __all__ = ["JournalToolCall", "Outcome", "RunRecord", "record_of"]
 
@@ -54,9 +56,9 @@ class RunRecord:
     output: str
     """The run's log line, or the error that ended it."""
     prompt_hash: str
-    """SHA-256 of the exact system prompt (base and blocks, joined as sent)."""
+    """SHA-256 of the system prompt (base and blocks, joined as sent) as kept: redacted."""
     system_prompt: str
-    """That prompt's text."""
+    """That prompt's text, its secrets redacted (`redacted`)."""
     tool_calls: tuple[JournalToolCall, ...] = ()
     model: str | None = None
     """The model that answered (its last response's name)."""
@@ -65,6 +67,23 @@ class RunRecord:
     output_tokens: int = 0
     actions: tuple[str, ...] = ()
     """What phi did, one line each, as the activity log wrote it."""
+
+    def redacted(self) -> RunRecord:
+        """The record with each secret in its text replaced (`phi.redact`): a prompt, a
+        tool's arguments and results, and the activity lines quote outside text (posts,
+        web pages, MCP results, service URLs). The hash follows the prompt as kept."""
+        prompt = redact(self.system_prompt)
+        return replace(
+            self,
+            output=redact(self.output),
+            system_prompt=prompt,
+            prompt_hash=(self.prompt_hash if prompt == self.system_prompt else _sha256(prompt)),
+            tool_calls=tuple(
+                replace(call, args=redact_json(call.args), result=redact_json(call.result))
+                for call in self.tool_calls
+            ),
+            actions=tuple(redact(line) for line in self.actions),
+        )
 
     def summary(self) -> dict[str, Any]:
         """The record without the prompt and the calls' payloads (for lists)."""
@@ -100,6 +119,10 @@ class RunRecord:
             ],
             "actions": list(self.actions),
         }
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _prompt_of(messages: Sequence[ModelMessage]) -> str:
@@ -164,7 +187,7 @@ def record_of(
         seconds=seconds,
         outcome=outcome,
         output=output,
-        prompt_hash=hashlib.sha256(prompt.encode()).hexdigest(),
+        prompt_hash=_sha256(prompt),
         system_prompt=prompt,
         tool_calls=_tool_calls(messages),
         model=responses[-1].model_name if responses else None,

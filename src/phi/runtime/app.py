@@ -22,6 +22,7 @@ from phi.memory import Memory
 from phi.memory.learning import SmallModel
 from phi.memory.model import utc_now
 from phi.runtime.journal import RunJournal
+from phi.runtime.pending import Backoff
 from phi.runtime.poller import PhiRuntime
 from phi.runtime.ratelimit import Admission
 from phi.runtime.schedules import Schedule, ScheduleConfig
@@ -99,7 +100,7 @@ async def open_runtime(
     config = agent_config(settings)
     model = resolve_model(settings.model)
     memory_model = resolve_model(settings.memory_model or settings.model)
-    timed = TimedModel(model)
+    timed = TimedModel(model, request_timeout=settings.model_timeout)
     agent = (
         build_agent(timed, config, tools=sorted(CORE_TOOLS), profile="compact")
         if brains.tiny
@@ -123,5 +124,6 @@ async def open_runtime(
             emit=emit,
             model_timer=timed,
             journal=RunJournal.at_home(settings.home),
+            backoff=Backoff.from_settings(settings),
         )
         yield runtime

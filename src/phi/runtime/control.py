@@ -2,8 +2,11 @@
 
 `create_control_app(controller, token)` is a thin HTTP adapter over a `Controller` (the
 poller): each route calls one method. Every route but `GET /health` needs
-`Authorization: Bearer <token>`. `serve_control` runs the app with uvicorn inside the
-caller's event loop, next to the poller, and stops it on exit.
+`Authorization: Bearer <token>`. Every route, `/health` included, answers only the `Host`
+names it trusts (loopback by default, `PHI_CONTROL_TRUSTED_HOSTS` besides): a page that
+re-points its name at 127.0.0.1 (DNS rebinding) would otherwise read `/health` from a
+visitor's browser. `serve_control` runs the app with uvicorn inside the caller's event loop,
+next to the poller, and stops it on exit.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import contextlib
 import os
 import secrets
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal, Protocol
 
@@ -26,6 +29,8 @@ from pydantic import BaseModel, SecretStr
 
 from phi.agent.control_log import ControlEventKind, ControlLog
 from phi.errors import PhiError, UserError
+from phi.hosts import LOOPBACK_HOSTS, TrustedHosts, is_loopback
+from phi.private import FILE_MODE, check_secret_file, private_dir
 
 __all__ = [
     "TOKEN_FILE",
@@ -33,6 +38,7 @@ __all__ = [
     "Controller",
     "RunResult",
     "State",
+    "control_hosts",
     "control_token",
     "create_control_app",
     "serve_control",
@@ -95,10 +101,25 @@ async def _record(log: ControlLog | None, kind: ControlEventKind) -> None:
         await log.record(kind)
 
 
+def control_hosts(bind: str, trusted: Sequence[str] = ()) -> list[str]:
+    """The `Host` names the control API answers when it listens on `bind`: the loopback
+    names, `trusted` (`PHI_CONTROL_TRUSTED_HOSTS`; `*` is any), and `bind` itself when it is
+    one address off loopback (a wildcard bind has no one name to trust)."""
+    hosts = [*LOOPBACK_HOSTS, *trusted]
+    if not is_loopback(bind) and bind not in ("0.0.0.0", "::", ""):
+        hosts.append(bind)
+    return hosts
+
+
 def create_control_app(
-    controller: Controller, token: str, *, log: ControlLog | None = None
+    controller: Controller,
+    token: str,
+    *,
+    log: ControlLog | None = None,
+    trusted_hosts: Sequence[str] = LOOPBACK_HOSTS,
 ) -> FastAPI:
-    """The control API over `controller`, guarded by the bearer `token`; with a `log`, its
+    """The control API over `controller`, guarded by the bearer `token`, answering only
+    requests addressed to one of `trusted_hosts` (see `control_hosts`); with a `log`, its
     start (a restart of phi) and every pause and resume are appended to it.
 
     Routes: `GET /health` (open), `POST /pause`, `POST /resume`, `POST /post-now`,
@@ -137,6 +158,11 @@ def create_control_app(
         return JSONResponse({"detail": str(exc)}, status_code=status)
 
     app.add_exception_handler(PhiError, handle)
+    app.add_middleware(
+        TrustedHosts,
+        hosts=trusted_hosts,
+        advice="add the name to PHI_CONTROL_TRUSTED_HOSTS",
+    )
     guarded = [Depends(require_token)]
 
     @app.get("/health")
@@ -182,18 +208,27 @@ def control_token(home: Path, configured: SecretStr | None) -> str:
     if configured is not None and configured.get_secret_value().strip():
         return configured.get_secret_value().strip()
     path = home / TOKEN_FILE
-    home.mkdir(parents=True, exist_ok=True)
+    private_dir(home)
     fresh = secrets.token_urlsafe(32)
     try:
         # O_EXCL: of two processes starting at once, one writes and both read its token.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
     except FileExistsError:
-        stored = path.read_text().strip()
+        try:
+            stored = path.read_text(encoding="utf-8").strip()
+        except UnicodeDecodeError as exc:
+            raise UserError(
+                f"the control token file {str(path)!r} is not UTF-8 text (byte {exc.start}); "
+                "delete it to get a new token, or set PHI_CONTROL_TOKEN"
+            ) from None
         if not stored:
             raise UserError(
                 f"the control token file {str(path)!r} is empty; delete it to get a new token"
             ) from None
+        # A token others can read is no longer phi's owner's alone: refused, not used.
+        check_secret_file(path)
         return stored
+    os.fchmod(fd, FILE_MODE)  # the umask may have taken bits off; exactly 0600
     with os.fdopen(fd, "w") as file:
         file.write(fresh + "\n")
     return fresh

@@ -3,6 +3,8 @@
 One row per run: the entry point, the exact system prompt (stored once per distinct text,
 named by its SHA-256), each tool call with its arguments and result, the model's usage and
 the timings, and the outcome. `phi runs list / show` and the web activity page read it.
+Secrets in any of that text (a token in a tool's result, a password in a post) are replaced
+by a marker (`phi.redact`) before it is written, and again when it is read.
 
 It lives in its own SQLite file under `PHI_HOME` (`runs.db`), not in the memory store: it
 is the operator's log of one process, not memory, and a PostgreSQL memory shared by many
@@ -26,6 +28,7 @@ import anyio
 from pydantic_ai import capture_run_messages
 
 from phi.errors import UserError
+from phi.private import make_private, private_file
 from phi.runtime._journal_records import JournalToolCall, Outcome, RunRecord, record_of
 
 __all__ = [
@@ -100,7 +103,7 @@ def _row_to_record(row: tuple[Any, ...]) -> RunRecord:
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         actions=tuple(json.loads(actions)),
-    )
+    ).redacted()  # a journal kept before redaction must not show its secrets either
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,9 +121,12 @@ class RunJournal:
         return cls(path=home / "runs.db", keep=keep)
 
     def _connect(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # The journal holds whole conversations: created 0600 before SQLite opens it (SQLite
+        # would make it 0644), so its -wal and -shm, which copy its mode, are private too.
+        private_file(self.path)
         conn = sqlite3.connect(self.path, timeout=10)
         conn.execute("PRAGMA journal_mode=WAL")
+        make_private(self.path)  # a -wal/-shm an older phi left 0644
         conn.executescript(_SCHEMA)
         return conn
 
@@ -136,7 +142,8 @@ class RunJournal:
         return await anyio.to_thread.run_sync(work)
 
     async def add(self, record: RunRecord) -> None:
-        """Keep `record`, dropping the oldest runs past `keep`."""
+        """Keep `record`, its secrets redacted, dropping the oldest runs past `keep`."""
+        record = record.redacted()
         calls = json.dumps([asdict(c) for c in record.tool_calls], ensure_ascii=False)
 
         def write(conn: sqlite3.Connection) -> None:

@@ -23,6 +23,7 @@ from phi.errors import UserError
 from phi.runtime.app import choose_brains, open_runtime
 from phi.runtime.control import (
     ControlServerFailed,
+    control_hosts,
     control_token,
     create_control_app,
     serve_control,
@@ -100,7 +101,8 @@ async def serve_phi(
         emit(f"logged in as @{runtime.client.me.handle} ({runtime.client.me.did})")
         token = await anyio.to_thread.run_sync(control_token, settings.home, settings.control_token)
         log = ControlLog(path=settings.home / CONTROL_LOG)
-        app = create_control_app(runtime, token, log=log)
+        hosts = control_hosts(settings.control_host, settings.control_trusted_hosts)
+        app = create_control_app(runtime, token, log=log, trusted_hosts=hosts)
         async with serve_control(
             app, host=settings.control_host, port=settings.control_port
         ) as url:

@@ -1,12 +1,16 @@
 """The notification poller and the scheduled jobs: phi's one loop (seed 001).
 
 Each tick: fetch unread notifications (paging back to the last seen one), screen them (own,
-allow/deny lists, per-author rate limit), build the batch's context, run the agent once for
-the whole batch, mark the notifications seen, and store every reply as an interaction. A
-notification is marked seen only once phi ran on it or deliberately dropped it: if building
-the batch fails, nothing is marked and the next tick tries again. Then any scheduled job that is
-due runs: a musing, the daily reflection (extraction first), a service check, a summary
-refresh. Paused, the poller neither reads nor marks notifications, so they accumulate.
+allow/deny lists, per-author rate limit), add those a failed run left waiting whose wait is
+over, build the batch's context, run the agent once for the whole batch, mark the
+notifications seen, and store every reply as an interaction. A notification is marked seen
+only once phi ran on it or deliberately dropped it: if building the batch fails, nothing is
+marked and the next tick tries again. If the run fails (the model's provider, a timeout, any
+other error), what it had replied to, liked or reposted stays done, and the rest waits in
+phi's pending queue (`phi.runtime.pending`) for a later tick, or is set aside after its last
+allowed failure. Then any scheduled job that is due runs: a musing, the daily reflection
+(extraction first), a service check, a summary refresh. Paused, the poller neither reads nor
+marks notifications, so they accumulate.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import anyio
@@ -37,37 +41,25 @@ from phi.agent import (
 from phi.agent.deps import Batch, PhiPost
 from phi.agent.public import card_publisher
 from phi.atproto import Notification, PhiClient
-from phi.errors import PhiError
+from phi.errors import PhiError, UserError
 from phi.memory import Memory, NewRow, Turn, user_namespace
 from phi.memory.learning import Blocks, SmallModel, extract, refresh_summaries, review
 from phi.memory.model import utc_now
+from phi.redact import redact, redact_url
+from phi.runtime.inbox import Inbox
 from phi.runtime.journal import RunJournal
-from phi.runtime.ratelimit import Admission, WindowState
-from phi.runtime.schedules import Job, Schedule, check_services, transitions
+from phi.runtime.pending import Backoff, handled_uris
+from phi.runtime.ratelimit import Admission
+from phi.runtime.report import TickReport
+from phi.runtime.schedules import Job, Schedule, ScheduleState, check_services, transitions
 from phi.runtime.timing import TimedModel
-from phi.runtime.unread import read_unread
 
 __all__ = ["PhiRuntime", "TickReport"]
 
 logger = logging.getLogger("phi.runtime")
 
-
-@dataclass
-class TickReport:
-    """What one tick did (for logs, tests and the sandbox's stream)."""
-
-    admitted: list[Notification] = field(default_factory=list)
-    dropped: list[tuple[Notification, str]] = field(default_factory=list)
-    """Kept from phi, with why (screened out, or its post deleted before the tick)."""
-    replies: list[PhiPost] = field(default_factory=list)
-    actions: list[str] = field(default_factory=list)
-    """One line per thing phi did in the tick's runs (tool calls that acted or failed)."""
-    jobs: list[Job] = field(default_factory=list)
-    output: str | None = None
-    seconds: float = 0.0
-    """Wall time of the tick."""
-    model_seconds: float = 0.0
-    """Of which waiting on the agent's model (when it is a `TimedModel`)."""
+_DONE = {"keep": "kept", "supersede": "superseded", "promote": "promoted"}
+"""A review verdict as what was done, for the one-line summary."""
 
 
 @dataclass(kw_only=True)
@@ -95,25 +87,37 @@ class PhiRuntime:
     """The agent's model, when wrapped to time it: ticks then report phi's own latency."""
     journal: RunJournal | None = None
     """Where every run is recorded (`phi runs`); `None` keeps no journal."""
+    backoff: Backoff = field(default_factory=Backoff)
+    """When notifications a failed run left unhandled run again, and how often they may fail."""
     blocks: Blocks = field(init=False)
+    inbox: Inbox = field(init=False)
+    """Which notifications a tick runs on, and what becomes of them after."""
     caches: PromptCaches = field(default_factory=PromptCaches)
     _paused: bool = False
     _service_up: dict[str, bool] = field(default_factory=dict)
     _counters: Counter[str] = field(default_factory=Counter)
     _last_tick: datetime | None = None
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
-    _window: WindowState = field(init=False)
-    _window_loaded: bool = False
+    _fired: ScheduleState = field(init=False)
 
     def __post_init__(self) -> None:
         self.blocks = Blocks(memory=self.memory)
-        self._window = WindowState(self.memory)
+        self.inbox = Inbox(
+            client=self.client,
+            memory=self.memory,
+            admission=self.admission,
+            say=self._say,
+            count=self._count,
+        )
+        self._fired = ScheduleState(self.memory)
 
     # -- the loop ------------------------------------------------------------------------
 
     async def seed(self) -> None:
-        """Recover the schedule's fired state from phi's own posts (no double posts on
+        """Recover the schedule's used slots: those kept in memory (a musing that posted
+        nothing used its slot too) and those phi's own posts show (no double posts on
         restart)."""
+        self.schedule.restore(await self._fired.load())
         posts = await self.client.list_own_posts(limit=50)
         self.schedule.seed_from_posts(posts, self.clock(), author_did=self.client.me.did)
 
@@ -126,6 +130,12 @@ class PhiRuntime:
             except PhiError as exc:
                 self._count("tick_errors")
                 logger.error("tick failed: %s", exc)
+            except Exception:
+                # Not one of phi's errors (a bug, an exception nothing translated): the loop
+                # outlives it, since the next tick may well succeed, and the log keeps the
+                # traceback to fix it by.
+                self._count("tick_errors")
+                logger.exception("tick failed")
             with anyio.move_on_after(self.poll_seconds):
                 await stop.wait()
 
@@ -145,6 +155,7 @@ class PhiRuntime:
                     report.jobs.append(job)
                     await self._job(job, now)
                     self.schedule.mark(job, now)
+                    await self._fired.save(self.schedule.fired())
             finally:
                 report.seconds = time.perf_counter() - started
                 if self.model_timer is not None:
@@ -154,79 +165,46 @@ class PhiRuntime:
     # -- notifications -------------------------------------------------------------------
 
     async def _notifications(self, now: datetime, report: TickReport) -> None:
-        unread = await self._unread()
-        if not unread:
-            return
-        admitted = await self._screen(unread, now, report)
-        if not admitted:
-            await self._mark_seen(unread)
-            return
-        self._say(
-            f"{len(admitted)} new notification(s): "
-            + ", ".join(f"{n.reason} from @{n.author_handle}" for n in admitted)
+        intake = await self.inbox.take(
+            now, page_size=self.notification_page, max_pages=self.max_notification_pages
         )
+        report.dropped = [(d.notification, d.reason) for d in intake.dropped]
+        if not intake.batched:
+            if intake.unread:
+                await self.inbox.close(intake, done=(), failure=None, now=now, backoff=self.backoff)
+            return
+        if intake.fresh:
+            self._say(f"{len(intake.fresh)} new notification(s): {_listed(intake.fresh)}")
+        if intake.due:
+            self._say(f"again after a failed run: {_listed(intake.due)}")
         # Built before anything is marked: if this fails, phi has done nothing yet and the
         # next tick tries the same notifications again (the rate limit counts them once).
         batch = await build_batch(
-            self.client, self.memory, admitted, owner_handle=self.config.owner_handle
+            self.client, self.memory, intake.batched, owner_handle=self.config.owner_handle
         )
         shown = {item.notification.uri for item in batch.items}
-        for gone in (n for n in admitted if n.uri not in shown):
-            report.dropped.append((gone, "post deleted"))
+        gone = [n for n in intake.batched if n.uri not in shown]
+        for n in gone:
+            report.dropped.append((n, "post deleted"))
             self._count("dropped")
-        report.admitted = [n for n in admitted if n.uri in shown]
-        try:
-            if batch.items:
-                report.output, report.replies = await self._run(
-                    "notifications", now, batch=batch, actions=report.actions
-                )
-        finally:
-            # Seen even when the run failed: retrying a half-handled batch could reply twice.
-            await self._mark_seen(unread)
-
-    async def _screen(
-        self, unread: list[Notification], now: datetime, report: TickReport
-    ) -> list[Notification]:
-        """The notifications phi will see; the rest go to `report.dropped`. The rate limit's
-        window is loaded before the first screen and saved after each."""
-        limit = self.admission.rate_limit
-        if not self._window_loaded:
-            limit.restore(await self._window.load())
-            self._window_loaded = True
-        admitted, dropped = self.admission.screen(unread, now)
-        await self._window.save(limit.snapshot())
-        report.dropped = [(d.notification, d.reason) for d in dropped]
-        for d in dropped:
-            self._count("dropped")
-            logger.info(
-                "dropped %s from @%s: %s",
-                d.notification.reason,
-                d.notification.author_handle,
-                d.reason,
-            )
-        return admitted
-
-    async def _mark_seen(self, handled: list[Notification]) -> None:
-        # Up to the newest notification handled, by the server's own clock, so one that
-        # arrived meanwhile stays unread (1 ms past it: the AppView's `isRead` is
-        # `seenAt > indexedAt`).
-        newest = max(n.indexed_at for n in handled)
-        await self.client.update_seen(newest + timedelta(milliseconds=1))
-
-    async def _unread(self) -> list[Notification]:
-        """Unread notifications, oldest first, back to the last seen one (within the bound)."""
-        read = await read_unread(
-            self.client, page_size=self.notification_page, max_pages=self.max_notification_pages
+        report.admitted = [n for n in intake.batched if n.uri in shown]
+        deps = self.deps("notifications", now, batch=batch, actions=report.actions)
+        failure = None
+        if batch.items:
+            # Any failure, the model's or not, ends only this run: what it replied to, liked
+            # or reposted stays done, and the rest waits in the pending queue.
+            report.output, failure = await self._attempt(deps, failing=Exception)
+            report.replies = deps.activity.posts
+        settled = await self.inbox.close(
+            intake,
+            done=handled_uris(batch, deps.activity) | {n.uri for n in gone},
+            failure=failure,
+            now=now,
+            backoff=self.backoff,
         )
-        if read.truncated:
-            self._count("notification_pages_exhausted")
-            logger.warning(
-                "read %d pages of unread notifications (%d) and stopped: older unread ones "
-                "will be marked seen without being handled (raise max_notification_pages)",
-                read.pages,
-                len(read.notifications),
-            )
-        return read.notifications
+        report.pending = [e.notification for e in settled.waiting]
+        report.set_aside = [e.notification for e in settled.set_aside]
+        await self._remember(deps, now)
 
     # -- runs ----------------------------------------------------------------------------
 
@@ -263,33 +241,38 @@ class PhiRuntime:
         entry: Entry,
         now: datetime,
         *,
-        batch: Batch | None = None,
-        actions: list[str] | None = None,
         last_post_text: str | None = None,
         service_report: str | None = None,
     ) -> tuple[str, list[PhiPost]]:
-        deps = self.deps(
-            entry,
-            now,
-            batch=batch,
-            last_post_text=last_post_text,
-            service_report=service_report,
-            actions=actions,
-        )
-        self._count(f"runs_{entry}")
+        """A scheduled job's run; the model's failure is logged and the tick goes on."""
+        deps = self.deps(entry, now, last_post_text=last_post_text, service_report=service_report)
         try:
-            output = await self._agent_run(entry, deps)
-        except AgentRunError as exc:
-            # The brain failed (an unusable answer, a provider error): what phi did before
-            # that still counts, and the next tick goes on.
-            self._count("runs_failed")
-            logger.error("%s run failed: %s", entry, exc)
-            deps.activity.record(f"the {entry} run failed: {exc}")
-            output = f"failed: {exc}"
+            output, _ = await self._attempt(deps, failing=AgentRunError)
         finally:
             await self._remember(deps, now)
-        logger.info("%s run: %s", entry, output)
         return output, deps.activity.posts
+
+    async def _attempt(
+        self, deps: PhiDeps, *, failing: type[Exception] | tuple[type[Exception], ...]
+    ) -> tuple[str, str | None]:
+        """Run the agent on `deps`: its log line, and when one of `failing` ended it, what
+        did (`Type: message`); what the run did before that still counts."""
+        entry = deps.entry
+        self._count(f"runs_{entry}")
+        failure = None
+        try:
+            output = await self._agent_run(entry, deps)
+        except failing as exc:
+            self._count("runs_failed")
+            if isinstance(exc, AgentRunError):  # the brain: an unusable answer, its provider
+                logger.error("%s run failed: %s", entry, exc)
+            else:  # anything else may be a bug: keep its traceback
+                logger.exception("%s run failed", entry)
+            shown = str(exc) or type(exc).__name__
+            deps.activity.record(f"the {entry} run failed: {shown}")
+            output, failure = f"failed: {shown}", f"{type(exc).__name__}: {shown}"
+        logger.info("%s run: %s", entry, output)
+        return output, failure
 
     async def _agent_run(self, entry: Entry, deps: PhiDeps) -> str:
         if self.journal is None:
@@ -361,17 +344,20 @@ class PhiRuntime:
         if entry == "notifications":
             # Own ones dropped as `Admission` would; not screened by it, which would count
             # them against the rate limit.
-            others = [n for n in await self._unread() if n.author_did != self.client.me.did]
+            waiting = await self.inbox.peek(
+                now, page_size=self.notification_page, max_pages=self.max_notification_pages
+            )
             batch = await build_batch(
                 self.client,
                 self.memory,
-                others,
+                waiting,
                 owner_handle=self.config.owner_handle,
                 research=False,  # a preview writes nothing
             )
         last = await self._last_post_text() if entry in ("musing", "reflection") else None
         deps = self.deps(entry, now, batch=batch, last_post_text=last)
-        return await system_prompt(self.agent, deps)
+        # Printed for the operator: posts, tool output and URLs in it may hold secrets.
+        return redact(await system_prompt(self.agent, deps))
 
     # -- control API ---------------------------------------------------------------------
 
@@ -392,24 +378,30 @@ class PhiRuntime:
             now = self.clock()
             output = await self._musing(now)
             self.schedule.mark("musing", now)
+            await self._fired.save(self.schedule.fired())
             return output
 
     async def review_now(self) -> str:
         if self.small is None:
-            return "no memory model: review needs PHI_MEMORY_MODEL (or the local model)"
+            # The caller's to fix (a setting), so the control API answers 400, not 200.
+            raise UserError("no memory model: review needs PHI_MEMORY_MODEL (or the local model)")
         async with self._lock:
             outcomes = await review(self.memory, self.small, publish=card_publisher(self.client))
-        kinds = dict(Counter(outcome.verdict for outcome in outcomes))
+        kinds = Counter(outcome.verdict for outcome in outcomes)
+        done = ", ".join(f"{n} {_DONE.get(verdict, verdict)}" for verdict, n in kinds.items())
         published = [o.published for o in outcomes if o.published]
         shown = f"; published {', '.join(published)}" if published else ""
-        return f"reviewed {len(outcomes)} observations: {kinds or 'nothing to review'}{shown}"
+        noun = "observation" if len(outcomes) == 1 else "observations"
+        return f"reviewed {len(outcomes)} {noun}: {done or 'nothing to review'}{shown}"
 
     async def health(self) -> dict[str, Any]:
+        queue = await self.inbox.queue()
         return {
             "handle": self.client.me.handle,
             "last_tick": self._last_tick.isoformat() if self._last_tick else None,
             "counters": dict(self._counters),
-            "services": dict(self._service_up),
+            "services": {redact_url(url): up for url, up in self._service_up.items()},
+            "pending": {"waiting": len(queue.waiting), "set_aside": len(queue.set_aside)},
         }
 
     # -- helpers -------------------------------------------------------------------------
@@ -418,6 +410,13 @@ class PhiRuntime:
         self._counters[name] += 1
 
     def _say(self, line: str) -> None:
-        logger.info(line)
+        # Whoever watches (`phi run` logs what it is given, the sandbox prints it) hears the
+        # line once; without a watcher it goes to the log.
         if self.emit is not None:
             self.emit(line)
+        else:
+            logger.info(line)
+
+
+def _listed(notifications: list[Notification]) -> str:
+    return ", ".join(f"{n.reason} from @{n.author_handle}" for n in notifications)

@@ -2,15 +2,18 @@
 
 The poller ticks every few seconds and asks `Schedule.due(now)` which scheduled jobs to run;
 after running one it calls `Schedule.mark(job, at)`. The clock is passed in, so tests need
-no sleeping. Which musing slots and which day's reflection already happened is not stored
-locally: at startup `Schedule.seed_from_posts` reads it back from phi's own recent posts, so
-a restart never posts twice in one slot.
+no sleeping. A slot counts as used once its job ran, whether or not it posted (a musing the
+guard refused posts nothing): what ran is kept in phi's memory (`ScheduleState`) and read
+back at startup, together with `Schedule.seed_from_posts` over phi's own recent posts (which
+also sees posts made by another process), so a restart never runs a slot twice.
 
 All hours are UTC.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,13 +26,18 @@ import httpx
 from phi.atproto import Post
 from phi.config import Settings
 from phi.errors import InvalidInput
+from phi.memory import Memory
+from phi.memory.model import utc_now
+from phi.redact import redact, redact_url
 
 __all__ = [
     "DEFAULT_MUSING_HOURS",
     "JOBS",
+    "Fired",
     "Job",
     "Schedule",
     "ScheduleConfig",
+    "ScheduleState",
     "ServiceStatus",
     "check_services",
     "transitions",
@@ -39,6 +47,8 @@ Job = Literal["musing", "reflection", "service_check", "summary_refresh"]
 """A scheduled job: a musing post, the daily reflection, a service check, a summary refresh."""
 
 JOBS: Final[tuple[Job, ...]] = get_args(Job)
+
+logger = logging.getLogger("phi.runtime")
 """Every job, in the order `Schedule.due` lists them."""
 
 DEFAULT_MUSING_HOURS: Final = frozenset({9, 13, 17, 21})
@@ -92,6 +102,18 @@ def _utc(at: datetime) -> datetime:
     return at.astimezone(UTC)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Fired:
+    """The slots a schedule has used, as kept between starts (`ScheduleState`)."""
+
+    musings: frozenset[tuple[date, int]] = frozenset()
+    """(UTC day, hour) of each musing slot that ran, today's and later only."""
+    reflected_on: date | None = None
+    """The last day whose reflection ran."""
+    summary_refreshed_at: datetime | None = None
+    """When the summary refresh last ran."""
+
+
 class Schedule:
     """Which jobs are due, and which already ran.
 
@@ -103,7 +125,8 @@ class Schedule:
     - `summary_refresh`: at once, then every `summary_refresh_every`.
 
     A job stays due until it is marked, so a job whose run failed is retried on the next
-    tick: mark it anyway if it should not be.
+    tick: mark it anyway if it should not be. A job that ran without posting (a refused
+    musing) is marked like any other: its slot is used.
     """
 
     def __init__(self, config: ScheduleConfig, *, started_at: datetime) -> None:
@@ -112,11 +135,49 @@ class Schedule:
         self._reflected_on: date | None = None
         self._last_service_check = _utc(started_at)
         self._last_summary_refresh: datetime | None = None
+        self._held = False
 
     def due(self, now: datetime) -> list[Job]:
-        """The jobs due at `now`, in the order of `JOBS`."""
+        """The jobs due at `now`, in the order of `JOBS`; none while held."""
+        if self._held:
+            return []
         now = _utc(now)
         return [job for job in JOBS if self._is_due(job, now)]
+
+    @property
+    def held(self) -> bool:
+        """Whether every job waits (`hold`)."""
+        return self._held
+
+    def hold(self) -> None:
+        """Let no job be due until `release`: the sandbox answers alice before a musing
+        or a summary refresh takes the (single, slow) local model for minutes."""
+        self._held = True
+
+    def release(self) -> None:
+        """Let jobs be due again; what came due meanwhile runs on the next tick."""
+        self._held = False
+
+    def fired(self) -> Fired:
+        """What ran so far, for `ScheduleState.save` (the service check is not kept: its
+        first run is one interval after each start)."""
+        return Fired(
+            musings=frozenset(self._musings),
+            reflected_on=self._reflected_on,
+            summary_refreshed_at=self._last_summary_refresh,
+        )
+
+    def restore(self, fired: Fired) -> None:
+        """Mark what `fired` says ran (kept from an earlier start)."""
+        for day, hour in sorted(fired.musings):
+            self.mark("musing", datetime(day.year, day.month, day.day, hour, tzinfo=UTC))
+        if fired.reflected_on is not None:
+            day = fired.reflected_on
+            self.mark("reflection", datetime(day.year, day.month, day.day, tzinfo=UTC))
+        if fired.summary_refreshed_at is not None:
+            last = self._last_summary_refresh
+            at = _utc(fired.summary_refreshed_at)
+            self.mark("summary_refresh", at if last is None else max(last, at))
 
     def mark(self, job: Job, at: datetime) -> None:
         """Record that `job` ran at `at`.
@@ -190,6 +251,56 @@ class Schedule:
         assert_never(job)
 
 
+class ScheduleState:
+    """The schedule's used slots, kept in phi's memory between starts.
+
+    The one place the runtime reads and writes the memory store for the schedule (as
+    `WindowState` is for the rate limit).
+    """
+
+    SCOPE: Final = "schedule"
+    """The memory state scope."""
+
+    def __init__(self, memory: Memory, *, key: str = "fired") -> None:
+        self.memory = memory
+        self.key = key
+
+    async def load(self) -> Fired:
+        """What was saved last (nothing ran, when nothing was saved yet)."""
+        entry = await self.memory.state.read(self.SCOPE, self.key)
+        if entry is None:
+            return Fired()
+        try:
+            saved = json.loads(entry.value)
+            refreshed = saved["summary_refreshed_at"]
+            reflected = saved["reflected_on"]
+            return Fired(
+                musings=frozenset(
+                    (date.fromisoformat(day), int(hour)) for day, hour in saved["musings"]
+                ),
+                reflected_on=date.fromisoformat(reflected) if reflected else None,
+                summary_refreshed_at=datetime.fromisoformat(refreshed) if refreshed else None,
+            )
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            # Unreadable state must not stop phi: at worst a slot runs once more, and it says so.
+            logger.warning("schedule state %r unreadable, starting empty: %s", self.key, exc)
+            return Fired()
+
+    async def save(self, fired: Fired) -> None:
+        """Replace what is saved with `fired` (`Schedule.fired()`)."""
+        value = {
+            "musings": sorted([day.isoformat(), hour] for day, hour in fired.musings),
+            "reflected_on": fired.reflected_on.isoformat() if fired.reflected_on else None,
+            "summary_refreshed_at": (
+                fired.summary_refreshed_at.isoformat() if fired.summary_refreshed_at else None
+            ),
+        }
+        # Only the newest matters; one older version to fall back on.
+        await self.memory.state.write(
+            self.SCOPE, self.key, json.dumps(value, sort_keys=True), at=utc_now(), keep=2
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class ServiceStatus:
     """The answer of one health URL."""
@@ -240,7 +351,8 @@ async def _check_one(url: str, client: httpx.AsyncClient) -> ServiceStatus:
             url=url,
             ok=False,
             status_code=None,
-            error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__,
+            # httpx may quote the URL, with whatever credentials it carries.
+            error=redact(f"{type(exc).__name__}: {exc}") if str(exc) else type(exc).__name__,
             latency_ms=(time.perf_counter() - started) * 1000,
         )
     return ServiceStatus(
@@ -260,13 +372,13 @@ def transitions(previous: Mapping[str, bool], current: Iterable[ServiceStatus]) 
 
     Returns:
         Lines like `https://x went down (503)` and `https://x recovered`, in the order of
-        `current`.
+        `current`; each URL as `redact_url` shows it (the lines reach the prompt).
     """
     lines: list[str] = []
     for status in current:
         was_up = previous.get(status.url)
         if not status.ok and was_up is not False:
-            lines.append(f"{status.url} went down ({status.detail})")
+            lines.append(f"{redact_url(status.url)} went down ({status.detail})")
         elif status.ok and was_up is False:
-            lines.append(f"{status.url} recovered")
+            lines.append(f"{redact_url(status.url)} recovered")
     return lines

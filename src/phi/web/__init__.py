@@ -3,7 +3,7 @@
 `create_app(open_memory, token=...)` is served by `phi web` (and mounted by `phi run`).
 """
 
+from phi.hosts import LOOPBACK_HOSTS, is_loopback
 from phi.web.app import STATIC, create_app
-from phi.web.hosts import LOOPBACK_HOSTS, is_loopback
 
 __all__ = ["LOOPBACK_HOSTS", "STATIC", "create_app", "is_loopback"]

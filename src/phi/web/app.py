@@ -20,11 +20,11 @@ from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
 from phi.errors import InvalidInput, NamespaceNotFound, PhiError, RowNotFound, UserError
+from phi.hosts import LOOPBACK_HOSTS, TrustedHosts
 from phi.memory import Memory
 from phi.runtime.journal import RunJournal
 from phi.web._deps import require_read_token
 from phi.web.activity import activity_router
-from phi.web.hosts import LOOPBACK_HOSTS, TrustedHosts
 from phi.web.routes import router
 
 __all__ = ["STATIC", "create_app"]

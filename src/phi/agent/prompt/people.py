@@ -68,6 +68,7 @@ async def _person(deps: PhiDeps, did: str, handle: str) -> Sequence[str]:
         namespace=namespace,
         now=deps.now,
     )
+    _show_recalled(deps, handle, [h for kind, _, _ in _SECTIONS for h in found[kind]])
     for kind, label, _ in _SECTIONS:
         hits = found[kind]
         if kind == "interaction":  # a conversation reads in order
@@ -76,6 +77,22 @@ async def _person(deps: PhiDeps, did: str, handle: str) -> Sequence[str]:
             out.append(f"[{label.format(h=handle)}]")
             out.extend(_line(deps, kind, h) for h in hits)
     return out
+
+
+_SHOWN_CHARS = 96
+"""How much of a recalled row the stream shows (one terminal line with its kind and score)."""
+
+
+def _show_recalled(deps: PhiDeps, handle: str, hits: Sequence[Recalled]) -> None:
+    """Stream what was recalled about `handle`, best first, so whoever watches (the
+    sandbox) sees memory at work even when the model's words are weak."""
+    ranked = sorted(hits, key=lambda h: h.score, reverse=True)
+    deps.activity.show(f"recalled about @{handle}: {len(ranked)} row(s) (kind, score, text)")
+    for hit in ranked:
+        text = " / ".join(line.strip() for line in hit.row.content.splitlines() if line.strip())
+        if len(text) > _SHOWN_CHARS:
+            text = text[: _SHOWN_CHARS - 1] + "…"
+        deps.activity.show(f"  {hit.row.kind:<16} {hit.score:.2f}  {text}")
 
 
 async def people_blocks(deps: PhiDeps) -> str:

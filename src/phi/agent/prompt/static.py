@@ -52,6 +52,11 @@ def base_prompt(personality_file: Path | None = None) -> str:
                 f"cannot read the personality file {personality_file} (PHI_PERSONALITY_FILE): "
                 f"{exc.strerror or exc}"
             ) from exc
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(
+                f"the personality file {personality_file} (PHI_PERSONALITY_FILE) is not UTF-8 "
+                f"text (byte {exc.start}); save it as UTF-8"
+            ) from None
         if not personality.strip():
             raise InvalidInput(f"the personality file {personality_file} is empty")
     return f"{personality.strip()}\n\n{OPERATIONAL_RULES}"

@@ -77,6 +77,7 @@ async def like_post(ctx: RunContext[PhiDeps], uri: str) -> str:
     """
     _in_batch(ctx.deps, uri)
     ref = await ctx.deps.client.like(uri)
+    ctx.deps.activity.acted_on.append(uri)
     ctx.deps.wrote()
     ctx.deps.activity.record(f"liked {uri}")
     return f"liked: {ref.uri}"
@@ -91,6 +92,7 @@ async def repost_post(ctx: RunContext[PhiDeps], uri: str) -> str:
     """
     _in_batch(ctx.deps, uri)
     ref = await ctx.deps.client.repost(uri)
+    ctx.deps.activity.acted_on.append(uri)
     ctx.deps.wrote()
     ctx.deps.activity.record(f"reposted {uri}")
     return f"reposted: {ref.uri}"

@@ -1,7 +1,8 @@
 """The watched services by name: [KNOWN SERVICES] and `check_service`.
 
 The names are those of the health URLs the scheduled service check requests
-(`PHI_HEALTH_URLS`): a URL's host, with its path when two URLs share a host. The tool's
+(`PHI_HEALTH_URLS`): a URL's host, with its path when two URLs share a host, never its
+user, password or secret query values (`phi.redact.redact_url`). The tool's
 argument is an enum of exactly these names (set per run in the tool's schema), so a model
 cannot invent a service. A check requests the URL with the runtime's own check code and
 keeps the service's last status in memory, so the answer carries the last transition (when
@@ -24,6 +25,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from phi.agent.deps import PhiDeps
 from phi.memory import Memory
+from phi.redact import redact_url
 from phi.runtime.schedules import ServiceStatus, check_services
 
 __all__ = [
@@ -41,11 +43,15 @@ CHECK_TIMEOUT: Final = 10.0
 
 
 def service_names(urls: tuple[str, ...]) -> dict[str, str]:
-    """Name → URL for each watched URL: its host, or host and path when hosts repeat."""
-    hosts = [urlsplit(url).netloc or url for url in urls]
+    """Name → URL for each watched URL: its host, or host and path when hosts repeat.
+
+    Names are read from the URL as `redact_url` shows it: a name reaches the prompt, the
+    journal and the tool's schema, and `https://user:pass@host/health?token=...` must not."""
+    shown = [urlsplit(redact_url(url)) for url in urls]
+    hosts = [parts.netloc or redact_url(url) for url, parts in zip(urls, shown, strict=True)]
     names: dict[str, str] = {}
-    for url, host in zip(urls, hosts, strict=True):
-        name = host if hosts.count(host) == 1 else f"{host}{urlsplit(url).path}" or url
+    for url, host, parts in zip(urls, hosts, shown, strict=True):
+        name = host if hosts.count(host) == 1 else f"{host}{parts.path}"
         names.setdefault(name, url)
     return names
 
@@ -153,5 +159,5 @@ async def known_services_block(deps: PhiDeps) -> str:
     for name, url in names.items():
         known = await known_status(deps.memory, name)
         shown = describe(deps, known) if known is not None else "not checked yet"
-        lines.append(f"- {name} ({url}): {shown}")
+        lines.append(f"- {name} ({redact_url(url)}): {shown}")
     return "\n".join(lines)

@@ -10,9 +10,11 @@ from __future__ import annotations
 from phi.atproto.sandbox._cast import CAST, CastRole, SandboxAccount, SandboxInfo
 from phi.atproto.sandbox._install import NODE_PACKAGE, Toolchain, ensure_installed
 from phi.atproto.sandbox._network import Sandbox, SandboxConfig, SandboxStatus, wait_for_indexing
+from phi.atproto.sandbox._ports import DEFAULT_BASE_PORT, schema_for
 
 __all__ = [
     "CAST",
+    "DEFAULT_BASE_PORT",
     "NODE_PACKAGE",
     "CastRole",
     "Sandbox",
@@ -22,5 +24,6 @@ __all__ = [
     "SandboxStatus",
     "Toolchain",
     "ensure_installed",
+    "schema_for",
     "wait_for_indexing",
 ]

@@ -22,6 +22,7 @@ from pathlib import Path
 import anyio
 
 from phi.atproto.errors import SandboxInstallFailed
+from phi.private import FILE_MODE, private_mkdirs
 
 __all__ = ["NODE_PACKAGE", "Toolchain", "ensure_installed"]
 
@@ -66,8 +67,10 @@ def _tail(path: Path, lines: int = 25) -> str:
 @asynccontextmanager
 async def _cache_lock(cache_dir: Path) -> AsyncIterator[None]:
     """Hold an exclusive lock on the cache, so two processes never install at once."""
-    await anyio.Path(cache_dir).mkdir(parents=True, exist_ok=True)
-    fd = os.open(cache_dir / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
+    # Missing folders (PHI_HOME itself, when the cache lives there) are made 0700; the
+    # packages inside are public code and keep npm's modes.
+    await anyio.to_thread.run_sync(private_mkdirs, cache_dir)
+    fd = os.open(cache_dir / ".lock", os.O_CREAT | os.O_RDWR, FILE_MODE)
     try:
         await anyio.to_thread.run_sync(fcntl.flock, fd, fcntl.LOCK_EX)
         yield

@@ -9,11 +9,13 @@ present and hook healthy" is the readiness test.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -24,11 +26,18 @@ import httpx
 from phi.atproto.errors import SandboxNotRunning, SandboxStartFailed
 from phi.atproto.sandbox._cast import SandboxInfo, cast_env
 from phi.atproto.sandbox._install import Toolchain, ensure_installed
+from phi.atproto.sandbox._ports import DEFAULT_BASE_PORT, MOVES, schema_for, taken
 from phi.config import Settings
+from phi.private import private_dir, private_opener, write_private
 
 __all__ = ["Sandbox", "SandboxConfig", "SandboxStatus", "wait_for_indexing"]
 
 _LAUNCHER_MARK = "launcher.mjs"
+
+_LAUNCHERS: dict[int, subprocess.Popen[bytes]] = {}
+"""Launchers this process started, by pid, kept for the life of the process so they are
+reaped by `_stop_pid`, not warned about by `Popen.__del__` while still running: a network
+outlives the `Sandbox` object that started it (`phi sandbox up` returns while it runs)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,14 +48,18 @@ class SandboxConfig:
     """Project-local install cache (Node 22, `@atproto/dev-env`)."""
     state_dir: Path
     """Pid file, launcher log and cast file of one running network."""
-    base_port: int = 2582
+    base_port: int = DEFAULT_BASE_PORT
     """PLC on `base_port`, PDS on +1, AppView on +2, the indexing hook on +3."""
     postgres_url: str = "postgres://postgres@127.0.0.1:5432/postgres"
     """The AppView's database; the network uses its own schemas in it."""
     redis_host: str = "127.0.0.1:6379"
     """Redis `host:port` for the AppView."""
-    schema: str = "phi_sandbox"
-    """Suffix of the PostgreSQL schemas this network owns (dropped on every start)."""
+    schema: str | None = None
+    """Suffix of the PostgreSQL schemas this network owns (dropped on every start). `None`:
+    named after the base port (`schema_for`), and then the ports may move: when another
+    program holds one of the four, `Sandbox.up` takes the next free block and says so, and
+    the schema follows, so two networks never share (and drop) each other's schemas. A fixed
+    schema keeps its ports: a moved network could not make it unique."""
     start_timeout: float = 180.0
     """Seconds to wait for the network to come up."""
 
@@ -66,6 +79,11 @@ class SandboxConfig:
         """Each service's port."""
         b = self.base_port
         return {"plc": b, "pds": b + 1, "appview": b + 2, "hook": b + 3}
+
+    @property
+    def schema_name(self) -> str:
+        """The schema suffix in use: `schema`, or the one named after the base port."""
+        return self.schema if self.schema is not None else schema_for(self.base_port)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,9 +132,6 @@ class Sandbox:
 
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
-        # Launchers this object started: kept so they are reaped here, not warned about
-        # by `Popen.__del__` while still running.
-        self._children: dict[int, subprocess.Popen[bytes]] = {}
 
     @property
     def _pid_file(self) -> Path:
@@ -174,11 +189,16 @@ class Sandbox:
         """Install Node 22 and `@atproto/dev-env` into the cache; a no-op when done before."""
         return await ensure_installed(self.config.cache_dir)
 
-    async def up(self) -> SandboxInfo:
+    async def up(self, *, say: Callable[[str], None] | None = None) -> SandboxInfo:
         """Start the network, installing what is missing first; idempotent.
 
+        Args:
+            say: Told, once, when another program holds the configured ports and the
+                network starts on the next free ones (see `SandboxConfig.schema`).
+
         Returns:
-            URLs and accounts of the running network (also in `cast_file`).
+            URLs and accounts of the running network (also in `cast_file`; the URLs carry
+            the ports it really listens on).
 
         Raises:
             SandboxInstallFailed: Node or dev-env could not be installed.
@@ -190,8 +210,8 @@ class Sandbox:
         if current.state == "unhealthy":
             await self.down()
         toolchain = await self.install()
-        await self._check_ports_free()
-        proc = await self._spawn(toolchain)
+        config = await self._free_ports(say)
+        proc = await self._spawn(toolchain, config)
         try:
             return await self._wait_ready(proc)
         except BaseException:
@@ -199,40 +219,57 @@ class Sandbox:
                 await self._stop_pid(proc.pid, graceful=False)
             raise
 
-    async def _check_ports_free(self) -> None:
-        for service, port in self.config.ports.items():
-            try:
-                with anyio.fail_after(1.0):
-                    stream = await anyio.connect_tcp("127.0.0.1", port)
-            except (OSError, TimeoutError):
-                continue
-            await stream.aclose()
-            raise SandboxStartFailed(
-                f"port {port} ({service}) is already in use; stop what listens there "
-                "(`phi sandbox down`) or choose other ports with PHI_SANDBOX_PORT",
-                "",
-            )
+    async def _first_taken(self, config: SandboxConfig) -> tuple[str, int] | None:
+        for service, port in config.ports.items():
+            if await taken(port):
+                return service, port
+        return None
 
-    async def _spawn(self, toolchain: Toolchain) -> subprocess.Popen[bytes]:
+    async def _free_ports(self, say: Callable[[str], None] | None) -> SandboxConfig:
+        """The configuration to start with: this one, or (when its ports are taken and its
+        schema may follow them) a copy on the next block of four free ports."""
+        config = self.config
+        busy = await self._first_taken(config)
+        if busy is None:
+            return config
+        service, port = busy
+        if config.schema is None and config.base_port + 4 * MOVES + 3 <= 65535:
+            for step in range(1, MOVES + 1):
+                moved = dataclasses.replace(config, base_port=config.base_port + 4 * step)
+                if await self._first_taken(moved) is None:
+                    if say is not None:
+                        first, last = moved.base_port, moved.base_port + 3
+                        say(
+                            f"port {port} ({service}) is taken by another program: the network "
+                            f"runs on ports {first}-{last} instead (PDS {moved.ports['pds']})"
+                        )
+                    return moved
+        raise SandboxStartFailed(
+            f"port {port} ({service}) is already in use; stop what listens there "
+            "(`phi sandbox down`) or choose other ports with PHI_SANDBOX_PORT",
+            "",
+        )
+
+    async def _spawn(self, toolchain: Toolchain, config: SandboxConfig) -> subprocess.Popen[bytes]:
         state = self.config.state_dir
         tmp = state / "tmp"
-        state.mkdir(parents=True, exist_ok=True)
+        private_dir(state)
         self.cast_file.unlink(missing_ok=True)
         if tmp.exists():
             await anyio.to_thread.run_sync(_rmtree, tmp)
-        tmp.mkdir()
-        ports = self.config.ports
+        private_dir(tmp)
+        ports = config.ports
         env = dict(os.environ)
         env.update(
-            PHI_SANDBOX_POSTGRES_URL=self.config.postgres_url,
-            PHI_SANDBOX_SCHEMA=self.config.schema,
+            PHI_SANDBOX_POSTGRES_URL=config.postgres_url,
+            PHI_SANDBOX_SCHEMA=config.schema_name,
             PHI_SANDBOX_PLC_PORT=str(ports["plc"]),
             PHI_SANDBOX_PDS_PORT=str(ports["pds"]),
             PHI_SANDBOX_APPVIEW_PORT=str(ports["appview"]),
             PHI_SANDBOX_HOOK_PORT=str(ports["hook"]),
             PHI_SANDBOX_CAST_FILE=str(self.cast_file),
             PHI_SANDBOX_CAST=cast_env(),
-            REDIS_HOST=self.config.redis_host,
+            REDIS_HOST=config.redis_host,
             # The PDS keeps its SQLite files and blobs under the temp folder: keep them in
             # the state folder so every start begins clean and nothing leaks into /tmp.
             TMPDIR=str(tmp),
@@ -240,7 +277,7 @@ class Sandbox:
         )
 
         def start() -> subprocess.Popen[bytes]:
-            with self.log_file.open("wb") as log:
+            with open(self.log_file, "wb", opener=private_opener) as log:
                 return subprocess.Popen(
                     [str(toolchain.node), str(toolchain.launcher_dir / _LAUNCHER_MARK)],
                     cwd=toolchain.launcher_dir,
@@ -249,11 +286,14 @@ class Sandbox:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
+                    # What the launcher writes (the cast file with the accounts' passwords,
+                    # the PDS's databases under TMPDIR) is its owner's alone, like ours.
+                    umask=0o077,
                 )
 
         proc = await anyio.to_thread.run_sync(start)
-        self._children[proc.pid] = proc
-        self._pid_file.write_text(str(proc.pid))
+        _LAUNCHERS[proc.pid] = proc
+        write_private(self._pid_file, str(proc.pid), sync=False)
         return proc
 
     async def _wait_ready(self, proc: subprocess.Popen[bytes]) -> SandboxInfo:
@@ -319,7 +359,7 @@ class Sandbox:
                 await anyio.sleep(0.1)
             if not _alive(pid):
                 break
-        child = self._children.pop(pid, None)
+        child = _LAUNCHERS.pop(pid, None)
         if child is not None:
             await anyio.to_thread.run_sync(child.wait)
         self._pid_file.unlink(missing_ok=True)

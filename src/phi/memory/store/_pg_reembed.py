@@ -17,12 +17,13 @@ from collections.abc import Mapping
 import numpy as np
 import numpy.typing as npt
 
+from phi.errors import EmbedderMoved
 from phi.memory.model import Row
 from phi.memory.store import _pg_sql as sql
 from phi.memory.store._pg_schema import Conn, create_vector_table
 from phi.memory.store.base import EmbeddingSpec
 
-__all__ = ["count_unstaged", "stage", "swap", "unstaged"]
+__all__ = ["count_unstaged", "moved", "stage", "swap", "unstaged"]
 
 _STAGING = "reembed_staging"
 
@@ -31,6 +32,25 @@ async def _exists(conn: Conn) -> bool:
     cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (_STAGING,))
     found = await cur.fetchone()
     return bool(found and found[0])
+
+
+async def moved(conn: Conn, held: EmbeddingSpec | None) -> EmbedderMoved | None:
+    """The error for a handle that believes the store is bound to `held` while it records
+    another model (a swap committed by another process since this one read it), else
+    `None`. One primary-key read: cheap enough for every vector write, whose transaction
+    it runs in after the write lock (a swap takes that lock too, so none lands after it)."""
+    if held is None:
+        return None
+    cur = await conn.execute(
+        "SELECT key, value FROM phi_meta WHERE key IN ('embedding_model', 'embedding_dim')"
+    )
+    found: dict[str, str] = dict(await cur.fetchall())
+    model, dimension = found.get("embedding_model"), int(found.get("embedding_dim", 0))
+    if (model, dimension) == (held.model, held.dimension):
+        return None
+    return EmbedderMoved(
+        stored=str(model), stored_dim=dimension, given=held.model, given_dim=held.dimension
+    )
 
 
 async def stage(

@@ -17,12 +17,13 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from phi.errors import EmbedderMoved
 from phi.memory.model import Row
 from phi.memory.store import _sqlite_sql as sql
 from phi.memory.store._sqlite_schema import create_vector_table
 from phi.memory.store.base import EmbeddingSpec
 
-__all__ = ["count_unstaged", "stage", "swap", "unstaged"]
+__all__ = ["count_unstaged", "moved", "stage", "swap", "unstaged"]
 
 _STAGING = "reembed_staging"
 
@@ -32,6 +33,26 @@ def _exists(conn: apsw.Connection) -> bool:
         "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?", (_STAGING,)
     )
     return found.fetchone() is not None
+
+
+def moved(conn: apsw.Connection, held: EmbeddingSpec | None) -> EmbedderMoved | None:
+    """The error for a handle that believes the store is bound to `held` while it records
+    another model (a swap committed through another connection since this one read it),
+    else `None`. Two primary-key reads: cheap enough for every vector write, whose
+    transaction it runs in (the write lock held, so no swap can land after it)."""
+    if held is None:
+        return None
+    found = dict(
+        conn.execute(
+            "SELECT key, value FROM phi_meta WHERE key IN ('embedding_model', 'embedding_dim')"
+        )
+    )
+    model, dimension = found.get("embedding_model"), int(found.get("embedding_dim", 0))
+    if (model, dimension) == (held.model, held.dimension):
+        return None
+    return EmbedderMoved(
+        stored=str(model), stored_dim=dimension, given=held.model, given_dim=held.dimension
+    )
 
 
 def stage(

@@ -28,7 +28,7 @@ import numpy.typing as npt
 import psycopg
 import psycopg_pool
 
-from phi.errors import EmbedderMismatch, StoreError
+from phi.errors import EmbedderMismatch, PhiError, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
 from phi.memory.store import _pg_bulk, _pg_forget
 from phi.memory.store import _pg_learning as learning_sql
@@ -165,8 +165,21 @@ class PostgresStore:
                 async with conn.transaction():
                     await write_sql.lock_writes(conn)
                     return await fn(conn)
+        except psycopg.DataError as exc:
+            # In a handle opened before another process moved the store to a new model, an
+            # old-model query vector fails against the new vectors: say that (reopen).
+            raise await self._moved_or(exc) from exc
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
+
+    async def _moved_or(self, exc: psycopg.Error) -> PhiError:
+        pool, _ = self._ready()
+        try:
+            async with pool.connection() as conn:
+                moved = await reembed_sql.moved(conn, self._embedding)
+        except (psycopg.Error, psycopg_pool.PoolTimeout):
+            moved = None
+        return moved or StoreError(f"PostgreSQL store {self.location!r}: {exc}")
 
     async def _read(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         return await self._run(fn, write=False)
@@ -294,8 +307,12 @@ class PostgresStore:
         naming it go to the stored row."""
         dimension = self._dimension()
         _, tokenizer = self._ready()
+        held, vectors = self._embedding, any(item.vector is not None for item in rows)
 
         async def write(conn: Conn) -> list[Row]:
+            # Another process may have moved the store to a new model since this one read it.
+            if vectors and (moved := await reembed_sql.moved(conn, held)) is not None:
+                raise moved
             stored = await write_sql.upsert_rows(conn, rows, dimension, tokenizer)
             known: dict[str, int] = {}
             for item, (row, rid) in zip(rows, stored, strict=True):
@@ -433,10 +450,14 @@ class PostgresStore:
     async def add_vectors(
         self, vectors: Mapping[str, npt.NDArray[np.float32]], edges: Sequence[Edge]
     ) -> None:
-        dimension = self._dimension()
-        await self._write(
-            partial(queue_sql.insert_vectors, vectors=vectors, edges=edges, dimension=dimension)
-        )
+        dimension, held = self._dimension(), self._embedding
+
+        async def add(conn: Conn) -> None:
+            if (moved := await reembed_sql.moved(conn, held)) is not None:  # as in `upsert`
+                raise moved
+            await queue_sql.insert_vectors(conn, vectors=vectors, edges=edges, dimension=dimension)
+
+        await self._write(add)
 
     async def stats(self) -> StoreStats:
         rows, edges, namespaces, size = await self._read(sql.totals)

@@ -23,7 +23,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from phi.errors import EmbedderMismatch, StoreError
+from phi.errors import EmbedderMismatch, PhiError, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
 from phi.memory.store import _sqlite_forget as forget_sql
 from phi.memory.store import _sqlite_learning as learning_sql
@@ -51,6 +51,7 @@ from phi.memory.store.base import (
     StoreStats,
 )
 from phi.memory.store.ledger import ModelCallRecord, StateEntry, UsageTotals
+from phi.private import make_private, private_file
 
 __all__ = ["SQLiteStore"]
 
@@ -83,13 +84,21 @@ class SQLiteStore:
         await anyio.to_thread.run_sync(self._connect_sync)
 
     def _connect_sync(self) -> None:
-        self._path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            # Created 0600 before SQLite opens it (it would make it 0644 under the usual
+            # umask), so its -wal and -shm, which copy the database's mode, are 0600 too.
+            private_file(self._path)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the store {str(self._path)!r}: {exc.strerror or exc}"
+            ) from exc
         conn: apsw.Connection | None = None
         try:
             conn = open_connection(self._path, busy_timeout_ms=self._busy_ms)
             # Read-only first: a foreign file is refused before WAL mode writes to it.
             check_identity(conn, self._path)
             prepare_connection(conn)
+            make_private(self._path)  # a -wal/-shm left 0644 by an older phi
             apply_migrations(conn, self._path)
             self._embedding = self._read_embedding(conn)
             if self._embedding is not None:
@@ -151,10 +160,20 @@ class SQLiteStore:
                 with conn:  # one read transaction: a consistent snapshot
                     result = fn(conn)
             except apsw.Error as exc:
-                raise self._store_error(exc) from exc
+                raise self._read_error(exc) from exc
             return result
 
         return await anyio.to_thread.run_sync(run, limiter=self._read_limiter)
+
+    def _read_error(self, exc: apsw.Error) -> PhiError:
+        """A failed read, as phi's error. In a handle opened before another moved the store
+        to a new model, an old-model query vector fails against the new vectors: say that
+        (reopen), not the driver's dimension mismatch."""
+        try:
+            moved = reembed_sql.moved(self._reader(), self._embedding)
+        except apsw.Error:
+            moved = None
+        return moved or self._store_error(exc)
 
     async def _write(self, fn: Callable[[apsw.Connection], T]) -> T:
         writer = self._writer
@@ -247,8 +266,12 @@ class SQLiteStore:
         at: datetime | None = None,
     ) -> list[Row]:
         dimension = self._dimension()
+        held, vectors = self._embedding, any(item.vector is not None for item in rows)
 
         def write(conn: apsw.Connection) -> list[Row]:
+            # Another handle may have moved the store to a new model since this one read it.
+            if vectors and (moved := reembed_sql.moved(conn, held)) is not None:
+                raise moved
             stored = [sql.upsert_row(conn, item, dimension) for item in rows]
             # A row already stored under the same identity stands in for the one given.
             renamed = {
@@ -425,10 +448,14 @@ class SQLiteStore:
     async def add_vectors(
         self, vectors: Mapping[str, npt.NDArray[np.float32]], edges: Sequence[Edge]
     ) -> None:
-        dimension = self._dimension()
-        await self._write(
-            partial(queue_sql.insert_vectors, vectors=vectors, edges=edges, dimension=dimension)
-        )
+        dimension, held = self._dimension(), self._embedding
+
+        def add(conn: apsw.Connection) -> None:
+            if (moved := reembed_sql.moved(conn, held)) is not None:  # as in `write`
+                raise moved
+            queue_sql.insert_vectors(conn, vectors=vectors, edges=edges, dimension=dimension)
+
+        await self._write(add)
 
     # -- Ledger: learning marks, key/value state, the model-call log -------------------
 

@@ -1,4 +1,5 @@
-// phi's activity page: the run journal (/api/runs) and one run in full (/api/runs/{id}).
+// phi's activity page: the run journal (/api/runs), one run in full (/api/runs/{id}) and the
+// notifications failed runs left unanswered (/api/pending).
 // Plain DOM, no build step; every text from a run goes through textContent, never innerHTML.
 "use strict";
 
@@ -49,7 +50,31 @@ async function showRun(runId) {
   panel.replaceChildren(...parts, calls, prompt);
 }
 
+// Notifications failed runs left unanswered (/api/pending): waiting for a retry, or set aside.
+async function showPending() {
+  const status = document.getElementById("pending-status");
+  const list = document.getElementById("pending");
+  try {
+    const pending = await getJSON("/api/pending");
+    const aside = pending.filter((p) => p.status === "set-aside").length;
+    status.textContent = pending.length
+      ? `${pending.length - aside} waiting for a retry after a failed run, ${aside} set aside`
+      : "";
+    for (const p of pending) {
+      const li = el("li", { class: "person" });
+      li.append(el("div", {}, `${p.status} · ${p.reason} from @${p.author_handle} · ${p.text}`));
+      const when = p.retry_at ? `next try ${p.retry_at}` : `set aside ${p.last_failed_at}`;
+      li.append(el("div", { class: "meta" },
+        `${p.failures} failed run(s) · ${when} · ${p.uri} · last error: ${p.error}`));
+      list.append(li);
+    }
+  } catch (error) {
+    status.textContent = String(error);
+  }
+}
+
 async function main() {
+  await showPending();  // first: a token prompt, if any, comes once
   const status = document.getElementById("runs-status");
   const list = document.getElementById("runs");
   try {

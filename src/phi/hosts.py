@@ -1,8 +1,10 @@
-"""Which `Host` names the web app answers: loopback names unless told otherwise.
+"""Which `Host` names phi's HTTP servers answer: loopback names unless told otherwise.
 
 A server that answers any `Host` can be reached through DNS rebinding: a web page on
 `attacker.example` re-points its name at 127.0.0.1 and reads the API from the visitor's
-browser. Refusing unknown names closes that, whatever address the server binds.
+browser. Refusing unknown names closes that, whatever address the server binds. Both the
+web app (`phi web`) and the control API of `phi run` pass requests through `TrustedHosts`,
+so this leaf module (it imports nothing from phi) sits below both.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Final
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["LOOPBACK_HOSTS", "TrustedHosts", "is_loopback"]
+__all__ = ["LOOPBACK_HOSTS", "TrustedHosts", "host_name", "is_loopback"]
 
 LOOPBACK_HOSTS: Final[tuple[str, ...]] = ("localhost", "127.0.0.1", "::1")
 """The names a loopback-only server is reached by."""
@@ -41,11 +43,15 @@ def host_name(header: str) -> str:
 
 
 class TrustedHosts:
-    """ASGI middleware: answer only requests whose `Host` is one of `hosts` (`*`: any)."""
+    """ASGI middleware: answer only requests whose `Host` is one of `hosts` (`*`: any);
+    `advice` ends the refusal, saying how to trust another name."""
 
-    def __init__(self, app: ASGIApp, *, hosts: Iterable[str]) -> None:
+    def __init__(
+        self, app: ASGIApp, *, hosts: Iterable[str], advice: str = "start it with --trusted-host"
+    ) -> None:
         self.app = app
         self.hosts = frozenset(host_name(h) for h in hosts)
+        self.advice = advice
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or ANY_HOST in self.hosts:
@@ -58,7 +64,7 @@ class TrustedHosts:
             return
         detail = (
             f"host {host_name(raw)!r} is not trusted by this server; reach it by one of "
-            f"{sorted(self.hosts)!r}, or start it with --trusted-host"
+            f"{sorted(self.hosts)!r}, or {self.advice}"
         )
         body = json.dumps({"detail": detail}).encode()
         await send(
