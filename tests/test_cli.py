@@ -198,3 +198,62 @@ def test_user_mistakes_exit_2_with_one_line(words: list[str], message: str) -> N
     result = CliRunner().invoke(app, words)
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"error: {message}") and result.output.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("words", "message", "helps"),
+    [
+        (["memory", "export", "--json"], "No such option: --json", "phi memory export"),
+        (["memory", "show"], "Missing argument", "phi memory show"),
+        (["memory", "search", "x", "--limit", "abc"], "Invalid value for '--limit'",
+         "phi memory search"),
+        (["nosuch"], "No such command 'nosuch'", "phi"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_command_line_is_one_line_with_exit_2(
+    words: list[str], message: str, helps: str
+) -> None:
+    """Finding W9 of the second newcomer walkthrough: the README promises one line for "a
+    bad option", but the installed `phi` drew a five-line box around it."""
+    result = subprocess.run([PHI, *words], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"error: {message}"), result.stderr
+    assert result.stderr.endswith(f"(see `{helps} --help`)\n"), result.stderr
+
+
+def test_the_installed_phi_still_helps_and_exits_as_its_commands_say(tmp_path: Path) -> None:
+    assert subprocess.run([PHI, "--help"], capture_output=True, timeout=60).returncode == 0
+    bare = subprocess.run([PHI, "memory"], capture_output=True, text=True, timeout=60)
+    assert "Usage: phi memory" in bare.stdout + bare.stderr
+    mistake = subprocess.run(
+        [PHI, "runs", "show", "zzz"], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PHI_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+    assert mistake.returncode == 2, mistake
+    assert mistake.stderr.startswith("error: no run with id 'zzz'"), mistake.stderr
+    ok = subprocess.run(
+        [PHI, "runs", "list", "--json"], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PHI_HOME": str(tmp_path / "home")},
+    )  # fmt: skip
+    assert (ok.returncode, json.loads(ok.stdout)) == (0, [])
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        ["sandbox", "say", "bob", "me too", "--reply-to", "at://bogus"],
+        ["sandbox", "like", "operator", "https://bsky.app/profile/alice.test/post/3k"],
+    ],
+)
+def test_a_post_uri_that_is_not_one_is_a_mistake_named_before_the_network(
+    words: list[str], phi_home: Path
+) -> None:
+    """Finding W15 of the second newcomer walkthrough: `--reply-to at://bogus` reached the
+    AppView and came back as `getPosts was refused (HTTP 400 ...)`, exit 1. No network runs
+    here: the check comes first."""
+    result = CliRunner().invoke(app, words)
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1, result.output
+    assert result.output.startswith(f"error: {words[-1]!r} is not a post's AT-URI"), result.output

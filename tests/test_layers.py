@@ -12,30 +12,81 @@ SRC = Path(__file__).parent.parent / "src" / "phi"
 ALLOWED_FOR_MEMORY = {"phi.errors", "phi.private", "phi.redact"}
 
 
-def imported_modules(path: Path) -> set[str]:
+def _package(path: Path, root: Path) -> str:
+    """The package a module's relative imports start from (`phi.memory` for both
+    `phi/memory/__init__.py` and `phi/memory/ingest.py`)."""
+    return ".".join(path.relative_to(root).with_suffix("").parts[:-1])
+
+
+def _absolute(node: ast.ImportFrom, package: str) -> str:
+    """The module an `from ... import` names, its leading dots resolved against `package`."""
+    if node.level == 0:
+        return node.module or ""
+    parts = package.split(".")
+    assert node.level <= len(parts), f"line {node.lineno}: the import climbs out of {package!r}"
+    up = parts[: len(parts) - (node.level - 1)]
+    return ".".join([*up, *([node.module] if node.module else [])])
+
+
+def imported_modules(path: Path, *, root: Path = SRC.parent) -> set[str]:
+    """Every module `path` imports, relative imports resolved (`from .. import agent` in
+    `phi.memory` is `phi.agent`): a dot must not hide a forbidden import."""
     tree = ast.parse(path.read_text())
+    package = _package(path, root)
     found = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, package)
+            # `from . import x` imports the module `x` of the package (or a name in it).
+            found |= {f"{base}.{a.name}" for a in node.names} if node.module is None else {base}
     return found
 
 
-def test_memory_imports_nothing_else_from_phi() -> None:
+def memory_offenders(src: Path) -> dict[str, list[str]]:
+    """Modules of `src/memory` importing from phi outside `phi.memory` and the allowed
+    leaves, with what they import (`src` is the `phi` package folder)."""
     offenders = {}
-    for path in (SRC / "memory").rglob("*.py"):
+    for path in sorted((src / "memory").rglob("*.py")):
         bad = {
             m
-            for m in imported_modules(path)
+            for m in imported_modules(path, root=src.parent)
             if m.startswith("phi.")
-            and not m.startswith("phi.memory")
+            and not (m == "phi.memory" or m.startswith("phi.memory."))
             and m not in ALLOWED_FOR_MEMORY
         }
         if bad:
-            offenders[str(path.relative_to(SRC))] = sorted(bad)
-    assert offenders == {}
+            offenders[str(path.relative_to(src))] = sorted(bad)
+    return offenders
+
+
+def test_memory_imports_nothing_else_from_phi() -> None:
+    assert memory_offenders(SRC) == {}
+
+
+def test_a_relative_import_out_of_memory_is_caught(tmp_path: Path) -> None:
+    """Issue 24: relative imports were skipped, so `from ..agent import x` in the engine
+    passed the check above."""
+    files = {
+        "phi/__init__.py": "",
+        "phi/memory/__init__.py": "from .model import Row\nfrom . import store\n",
+        "phi/memory/model.py": "from ..errors import UserError\nfrom ..memory import store\n",
+        "phi/memory/sneak.py": "from ..agent import build_agent\n",
+        "phi/memory/store/__init__.py": "from .. import model\nfrom ... import redact\n",
+        "phi/memory/store/deep.py": "def f():\n    from ...runtime.poller import PhiRuntime\n",
+        "phi/memory/store/dotted.py": "from ... import agent, private\n",
+        "phi/memory/lookalike.py": "from ..memoryless import x\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert memory_offenders(tmp_path / "phi") == {
+        "memory/lookalike.py": ["phi.memoryless"],
+        "memory/sneak.py": ["phi.agent"],
+        "memory/store/deep.py": ["phi.runtime.poller"],
+        "memory/store/dotted.py": ["phi.agent"],
+    }
 
 
 def test_nothing_imports_the_cli() -> None:
@@ -68,7 +119,7 @@ def import_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text())
-        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        package = _package(path, SRC.parent)
         skipped = _type_checking_nodes(tree)
         found: set[str] = set()
         for node in ast.walk(tree):
@@ -77,10 +128,7 @@ def import_graph() -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 found |= {a.name for a in node.names if a.name in modules}
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    base = ".".join([*up, *([node.module] if node.module else [])])
+                base = _absolute(node, package)
                 for alias in node.names:
                     sub = f"{base}.{alias.name}"
                     found.add(sub if sub in modules else base)

@@ -166,3 +166,15 @@ def test_an_empty_home_is_refused_not_taken_as_the_working_folder(
     assert result.exit_code == 2
     assert result.output.startswith("error: PHI_HOME='': empty") and result.output.count("\n") == 1
     assert tmp_path.stat().st_mode & 0o777 == 0o755
+
+
+def test_the_setting_named_in_an_error_is_described_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Finding W5 of the second newcomer walkthrough: the description was cut at the first
+    line break of the field's docstring (`... (`*`: any), e.g. its)`)."""
+    monkeypatch.setenv("PHI_WEB_TRUSTED_HOSTS", "[1")
+    result = CliRunner().invoke(app, ["runs", "list"])
+    assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+    assert result.output.rstrip("\n").endswith(
+        "(the setting: `Host` names `phi web` answers besides the loopback names (`*`: any),"
+        " e.g. its public name when it binds a non-loopback address.)"
+    ), result.output

@@ -336,7 +336,8 @@ def _describe(exc: ValidationError) -> str:
     for error in exc.errors(include_url=False):
         name = str(error["loc"][0]) if error["loc"] else "?"
         field = Settings.model_fields.get(name)
-        about = (field.description or "").split("\n")[0].strip() if field else ""
+        # The docstring's first paragraph, joined: its first line alone stops mid-sentence.
+        about = " ".join((field.description or "").split("\n\n")[0].split()) if field else ""
         given = error.get("input")
         value = f"={given!r}" if isinstance(given, str | int | float) else ""
         reason = error["msg"].removeprefix("Value error, ")

@@ -67,9 +67,17 @@ class TrustedHosts:
             f"{sorted(self.hosts)!r}, or {self.advice}"
         )
         body = json.dumps({"detail": detail}).encode()
+        answer = "http.response"
+        if scope["type"] == "websocket":
+            # A handshake is refused with HTTP only through the extension for it (uvicorn
+            # offers it); `http.response.*` on a websocket is a server error, not a refusal.
+            if "websocket.http.response" not in (scope.get("extensions") or {}):
+                await send({"type": "websocket.close", "code": 1008})  # policy violation
+                return
+            answer = "websocket.http.response"
         await send(
             {
-                "type": "http.response.start",
+                "type": f"{answer}.start",
                 "status": 400,
                 "headers": [
                     (b"content-type", b"application/json"),
@@ -77,4 +85,4 @@ class TrustedHosts:
                 ],
             }
         )
-        await send({"type": "http.response.body", "body": body})
+        await send({"type": f"{answer}.body", "body": body})

@@ -158,16 +158,23 @@ class RedactingFilter(logging.Filter):
     a handler's filters see every record it writes, a logger's only those logged on it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        cleaned = redact(message)
-        if cleaned != message:
-            # The arguments one by one where that is enough: formatters such as uvicorn's
-            # access log read `args` themselves.
-            args = _redacted_args(record.args)
-            if _formatted(record.msg, args) == cleaned:
-                record.args = args
-            else:
-                record.msg, record.args = cleaned, ()
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError, KeyError):
+            # A malformed call (`log.info("%d", "x")`): logging reports it when the handler
+            # formats the record, printing its `msg` and `args`, and goes on. A filter that
+            # raised would throw it into the caller instead; what is printed is redacted.
+            record.msg, record.args = redact(str(record.msg)), _redacted_args(record.args)
+        else:
+            cleaned = redact(message)
+            if cleaned != message:
+                # The arguments one by one where that is enough: formatters such as
+                # uvicorn's access log read `args` themselves.
+                args = _redacted_args(record.args)
+                if _formatted(record.msg, args) == cleaned:
+                    record.args = args
+                else:
+                    record.msg, record.args = cleaned, ()
         if record.exc_info and not record.exc_text:
             record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
         return True

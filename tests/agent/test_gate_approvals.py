@@ -3,6 +3,8 @@ owner's by DID, it covers exactly the action asked for, in the thread where it w
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pytest
 from pydantic_ai import Agent, ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.messages import ToolReturnPart
@@ -20,7 +22,19 @@ from .test_gate_logic import OWNER, WHEN
 pytestmark = pytest.mark.anyio
 
 OWNER_DID = "did:plc:owner"
-GOAL = {"title": "make 3 friends", "description": "three regulars", "progress_signal": "three"}
+
+
+class GoalArgs(TypedDict):
+    title: str
+    description: str
+    progress_signal: str
+
+
+GOAL: GoalArgs = {
+    "title": "make 3 friends",
+    "description": "three regulars",
+    "progress_signal": "three",
+}
 
 
 def like(subject: str, *, did: str = OWNER_DID, handle: str = OWNER) -> NotificationContext:

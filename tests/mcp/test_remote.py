@@ -201,11 +201,12 @@ async def test_a_token_for_alpha_cannot_reach_alphabet(
         failed, found = await result(alpha, "recall", query="the launch")
         assert not failed
         assert [hit["row_id"] for hit in found["results"]] == [notes.row_id]
-        for tool, arguments in [
+        attempts: list[tuple[str, dict[str, Any]]] = [
             ("recall", {"query": "launch", "namespaces": ["alphabet-secret"]}),
             ("remember", {"content": "planted", "namespace": "alphabet-secret"}),
             ("remember", {"content": "planted", "namespace": "alphabetx"}),
-        ]:
+        ]
+        for tool, arguments in attempts:
             failed, message = await result(alpha, tool, **arguments)
             assert failed, (tool, arguments)
             assert "outside this server's prefix 'alpha'" in message

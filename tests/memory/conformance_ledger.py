@@ -8,10 +8,12 @@ connected, empty and bound to `CONFORMANCE_SPEC` (for SQLite both are one object
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from phi.errors import NamespaceNotFound
-from phi.memory.store import Ledger, ModelCallRecord, RowFilter, RowStore
+from phi.memory.store import ForgetReport, Ledger, ModelCallRecord, RowFilter, RowStore
 from tests.memory.conformance_rows import T0, make_row, vec, w
 
 
@@ -95,6 +97,25 @@ class LedgerConformance:
         report = await store.forget(
             "phi-users-did:plc:x", author="did:plc:x", state=[("block", "user:did:plc:x")]
         )
-        assert (report.rows, report.state, dict(report.derived)) == (0, 1, {})
+        assert report == ForgetReport(
+            namespace="phi-users-did:plc:x", rows=0, edges=0, kinds={}, state=1
+        )
+        assert await ledger.read_state("block", "user:did:plc:x") is None
         with pytest.raises(NamespaceNotFound):
             await store.forget("phi-users-did:plc:x", author="did:plc:x")
+
+    async def test_state_history_is_newest_first_and_twenty_versions_are_kept(
+        self, ledger: Ledger
+    ) -> None:
+        for i in range(22):
+            await ledger.write_state("block", "persona", f"v{i}", at=T0 + timedelta(minutes=i))
+        history = await ledger.state_history("block", "persona", limit=3)
+        assert [(e.scope, e.key, e.version, e.value) for e in history] == [
+            ("block", "persona", 22, "v21"),
+            ("block", "persona", 21, "v20"),
+            ("block", "persona", 20, "v19"),
+        ]
+        assert history[0].written_at == T0 + timedelta(minutes=21)
+        everything = await ledger.state_history("block", "persona", limit=50)
+        assert [e.version for e in everything] == list(range(22, 2, -1))
+        assert await ledger.state_history("block", "other", limit=5) == []

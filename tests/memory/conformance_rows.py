@@ -22,7 +22,13 @@ import pytest
 from phi.errors import EmbedderMismatch, NamespaceNotFound, RowNotFound, StoreError
 from phi.memory.model import Edge, Row, content_hash, new_row_id
 from phi.memory.store import EmbeddingSpec, RowFilter, RowStore, RowWrite
-from phi.memory.store.base import DERIVED_FROM, PUBLISHED_URIS, HybridQuery, gather_stepwise
+from phi.memory.store.base import (
+    DERIVED_FROM,
+    PUBLISHED_URIS,
+    ForgetReport,
+    HybridQuery,
+    gather_stepwise,
+)
 
 CONFORMANCE_SPEC = EmbeddingSpec(model="conformance-4d", dimension=4)
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
@@ -500,3 +506,120 @@ class RowStoreConformance(ReembedConformance):
         with pytest.raises(StoreError, match="does not fit"):
             await store.add_vectors({row.row_id: np.ones(3, dtype=np.float32)}, [])
         assert await store.unembedded(limit=5) == [row]
+
+    async def test_forget_counts_rows_edges_and_published_exactly_past_one_batch(
+        self, store: RowStore
+    ) -> None:
+        """A report's counts are exact however many rows go (SQLite erases 500 at a time):
+        every row, every edge touching one (once, even when it joins two batches), every
+        published record."""
+        n = 1201
+        rows = [
+            make_row(
+                f"big {i}", namespace="ns-big", at=i, kind="note" if i % 2 == 0 else "observation",
+                meta={PUBLISHED_URIS: [f"at://did:plc:phi/io.phi.card/{i}", "at://shared/1"]}
+                if i in (0, 600, 1200) else {},
+            )
+            for i in range(n)
+        ]  # fmt: skip
+        kept = make_row("stays", namespace="ns-keep")
+        chain = [Edge(src=a.row_id, dst=b.row_id, edge_type="temporal") for a, b in pairwise(rows)]
+        links = [
+            Edge(src=kept.row_id, dst=rows[0].row_id, edge_type="reference"),
+            Edge(src=rows[-1].row_id, dst=kept.row_id, edge_type="reference"),
+            Edge(src=rows[10].row_id, dst=rows[1100].row_id, edge_type="semantic", weight=0.7),
+        ]
+        await store.write(
+            [w(r, vec(1, i, 0, 1)) for i, r in enumerate([*rows, kept])], [*chain, *links]
+        )
+        report = await store.forget("ns-big")
+        assert report == ForgetReport(
+            namespace="ns-big", rows=n, edges=(n - 1) + 3,
+            kinds={"note": 601, "observation": 600},
+            published=(
+                "at://did:plc:phi/io.phi.card/0", "at://did:plc:phi/io.phi.card/1200",
+                "at://did:plc:phi/io.phi.card/600", "at://shared/1",
+            ),
+        )  # fmt: skip
+        assert await store.count(RowFilter(statuses=None)) == 1
+        assert await store.edges([kept.row_id]) == []
+
+    async def test_forget_of_a_person_takes_unsigned_rows_and_counts_each_namespace(
+        self, store: RowStore
+    ) -> None:
+        """A person's namespace holds rows phi wrote about them (no author) beside their
+        own: both go; rows derived elsewhere are counted per namespace, whatever their kind."""
+        did, person = "did:plc:carol", "phi-users-did:plc:carol"
+        noted = make_row("carol moved to Lisbon", namespace=person, kind="observation")
+        said = make_row("I love the sea", namespace="phi-episodic", author=did, kind="interaction")
+        card = make_row("people move", namespace="phi-public", meta={DERIVED_FROM: [noted.row_id]})
+        recap = make_row(
+            "moves this year", namespace="phi-public", kind="summary",
+            meta={DERIVED_FROM: [noted.row_id]},
+        )  # fmt: skip
+        other = make_row("dave moved too", namespace="phi-public")
+        await store.write(
+            [w(r, vec(1, i, 1, 0)) for i, r in enumerate([noted, said, card, recap, other])], []
+        )
+        report = await store.forget(person, author=did)
+        assert report == ForgetReport(
+            namespace=person, rows=4, edges=0,
+            kinds={"observation": 1, "interaction": 1, "note": 1, "summary": 1},
+            derived={"phi-episodic": 1, "phi-public": 2},
+        )  # fmt: skip
+        assert await store.get_rows([r.row_id for r in (noted, said, card, recap, other)]) == [
+            other
+        ]
+
+    async def test_forget_of_nothing_names_the_namespace(self, store: RowStore) -> None:
+        await store.write([w(make_row("a"), vec(1, 0, 0, 0))], [])
+        with pytest.raises(NamespaceNotFound) as raised:
+            await store.forget("ns-none", author="did:plc:nobody")
+        assert raised.value.namespace == "ns-none"
+        assert str(raised.value) == "namespace 'ns-none' holds no rows (see `phi memory stats`)"
+        assert await store.count(RowFilter(statuses=None)) == 1
+
+    async def test_edges_to_and_from_a_row_stored_under_an_existing_identity(
+        self, store: RowStore
+    ) -> None:
+        """Another writer stored the same row first: every edge given for the new id, as
+        source or as target, lands on the stored row; edges between other rows stay."""
+        first, other = make_row("same text", at=1), make_row("other text", at=2)
+        await store.write([w(first, vec(1, 0, 0, 0)), w(other, vec(0, 1, 0, 0))], [])
+        again, third = make_row("same text", at=3), make_row("third text", at=4)
+        back = await store.write(
+            [w(third, vec(0, 0, 1, 0)), w(again, vec(1, 0, 0, 0))],
+            [
+                Edge(src=other.row_id, dst=again.row_id, edge_type="temporal"),
+                Edge(src=again.row_id, dst=third.row_id, edge_type="reference"),
+                Edge(src=other.row_id, dst=third.row_id, edge_type="semantic", weight=0.5),
+            ],
+        )
+        assert back == [third, first]
+        found = await store.edges([first.row_id, third.row_id])
+        assert {(e.src, e.dst, e.edge_type) for e in found} == {
+            (other.row_id, first.row_id, "temporal"),
+            (first.row_id, third.row_id, "reference"),
+            (other.row_id, third.row_id, "semantic"),
+        }
+
+    async def test_a_write_retires_the_rows_it_supersedes(self, store: RowStore) -> None:
+        older, old = make_row("v0", at=0), make_row("v1", at=1)
+        await store.write([w(older, vec(1, 0, 0, 0)), w(old, vec(1, 1, 0, 0))], [])
+        new = make_row("v2", at=2, supersedes=old.row_id)
+        moment = T0 + timedelta(days=5)
+        await store.write([w(new, vec(1, 0, 1, 0))], [], superseded=[old.row_id], at=moment)
+        older_back, old_back = await store.get_rows([older.row_id, old.row_id])
+        assert (old_back.status, old_back.updated_at) == ("superseded", moment)
+        assert (older_back.status, older_back.updated_at) == ("active", older.updated_at)
+        hits = await store.vector_search(vec(1, 1, 0, 0), RowFilter(), limit=5)
+        assert old.row_id not in {h.row_id for h in hits} and len(hits) == 2
+        # No time given: now.
+        newest = make_row("v3", at=3, supersedes=new.row_id)
+        before = datetime.now(UTC)
+        await store.write([w(newest, vec(0, 1, 1, 0))], [], superseded=[new.row_id])
+        after = datetime.now(UTC)
+        (new_back,) = await store.get_rows([new.row_id])
+        assert new_back.status == "superseded"
+        assert before - timedelta(milliseconds=1) <= new_back.updated_at
+        assert new_back.updated_at <= after + timedelta(milliseconds=1)

@@ -128,6 +128,8 @@ def test_bench_locomo_writes_rankings_and_prints_the_table(tmp_path: Path) -> No
     assert code == 0, out
     lines = [json.loads(line) for line in out_file.read_text().splitlines()]
     assert [q["category"] for q in lines] == [4, 1]
+    # Finding W13 of the second newcomer walkthrough: every file phi writes is 0600.
+    assert out_file.stat().st_mode & 0o777 == 0o600
     assert lines[0]["ranked"][0] == "D1:1" and lines[1]["ranked"][0] == "D1:3"
     assert lines[1]["evidence"] == ["D1:3"]
     assert set(lines[0]) == {
@@ -349,3 +351,55 @@ def test_stats_shows_no_python_reprs_and_folds_long_namespaces(db: str) -> None:
     assert "embedding: all-MiniLM-L6-v2 (384-d)" in out
     assert "{" not in out and "'" not in out  # no dict or string reprs
     assert "…" not in out and "-the-end" in out  # folded, not cut
+
+
+def test_show_prints_text_as_stored_and_no_python_reprs(db: str) -> None:
+    """Finding W1/W2 of the second newcomer walkthrough: brackets in a row were read as
+    rich markup (`see [pepper] and [/] here` showed as `see  and  here`, in the row and in
+    its neighbours), and empty fields showed as `None`, `[]`, `['code']`."""
+    code, out = phi("memory", "add", "see [pepper] and [/] here", "-n", "scratch", "--db", db)
+    assert code == 0, out
+    code, out = phi(
+        "memory", "add", "second [red]note[/red]", "-n", "scratch", "--tag", "code", "--db", db,
+        "--json",
+    )  # fmt: skip
+    second = json.loads(out)["row_id"]
+    code, out = phi("memory", "show", second, "--db", db)
+    assert code == 0, out
+    lines = out.splitlines()
+    assert "content: second [red]note[/red]" in lines
+    assert "tags: code" in lines
+    assert "source_uris: none" in lines and "author: none" in lines
+    assert "None" not in out and "[]" not in out and "'" not in out
+    assert any(line.endswith(": see [pepper] and [/] here") for line in lines), out
+
+
+def test_search_indents_every_line_of_a_hit(db: str) -> None:
+    """Finding W3: the second line of a multi-line row (an interaction's turns) started at
+    column 0, as if it were the next hit."""
+    text = "@alice.test: call me nate\n@phi.test: ok nate!"
+    assert phi("memory", "add", text, "-n", ALICE, "--db", db)[0] == 0
+    code, out = phi("memory", "search", "nate", "-n", ALICE, "--db", db)
+    assert code == 0, out
+    lines = out.splitlines()
+    assert "   @alice.test: call me nate" in lines and "   @phi.test: ok nate!" in lines, out
+
+
+def test_walk_and_link_read_the_sandbox_memory(phi_home: Path) -> None:
+    """Finding W4: the README says every `phi memory` command takes `--sandbox`; `walk`,
+    `link` and `reembed` did not."""
+    sandbox_db = str(phi_home / "sandbox-memory.db")
+    ids = [
+        json.loads(phi("memory", "add", text, "-n", ALICE, "--db", sandbox_db, "--json")[1])[
+            "row_id"
+        ]
+        for text in ("alice has a crow", "the crow is called pepper")
+    ]
+    code, out = phi("memory", "link", ids[0], ids[1], "-t", "causal", "--sandbox")
+    assert code == 0 and f"linked {ids[0]} -causal-> {ids[1]}" in out, out
+    code, out = phi("memory", "walk", ids[0], "-t", "causal", "--sandbox", "--json")
+    assert code == 0, out
+    assert [s["row"]["row_id"] for s in json.loads(out)["steps"]] == [ids[1]]
+    code, out = phi("memory", "reembed", "--to", "minilm", "--sandbox")  # the sandbox's store
+    assert code == 2 and "the store already uses 'all-MiniLM-L6-v2'" in out, out
+    assert not (phi_home / "memory.db").exists()

@@ -26,7 +26,7 @@ from phi.memory import Memory, MiniLMEmbedder, NewRow, Turn
 from phi.memory.embed import Embedder
 from phi.memory.recall import DEFAULT_RECIPE, RecallRecipe
 from phi.memory.scratch import scratch_location
-from phi.private import private_mkdirs
+from phi.private import private_file, private_mkdirs
 
 __all__ = [
     "CATEGORIES",
@@ -240,6 +240,7 @@ async def run_locomo(
                     f"{time.perf_counter() - started:.0f} s"
                 )
     if out is not None:
+        private_file(out)  # 0600, as everything phi writes
         with out.open("w") as fh:
             for q in result.questions:
                 fh.write(json.dumps(q.to_json(), ensure_ascii=False) + "\n")

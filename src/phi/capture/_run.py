@@ -92,13 +92,15 @@ def detach(options: HookOptions) -> None:
     args = [sys.executable, "-m", "phi.capture", "--drain", "--spool", str(options.spool_dir)]
     if options.db:
         args += ["--db", options.db]
-    subprocess.Popen(
-        args,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=open(options.spool_dir / "drain.log", "a", opener=private_opener),  # noqa: SIM115
-        start_new_session=True,
-    )
+    # The child keeps its own copy of the log; this process's is closed, not left to leak.
+    with open(options.spool_dir / "drain.log", "a", opener=private_opener) as log:
+        subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            start_new_session=True,
+        )
 
 
 def drain(

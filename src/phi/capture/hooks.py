@@ -82,6 +82,9 @@ class HookOutcome:
 
 
 def _clip(text: str, limit: int = MAX_EVENT_CHARS) -> str:
+    # A tool's output may be binary (a NUL in `cat` of a file): no store keeps a NUL, and
+    # memory refuses it, so it becomes U+FFFD here rather than costing the whole event.
+    text = text.replace("\x00", "\ufffd")
     if len(text) <= limit:
         return text
     half = limit // 2

@@ -39,8 +39,33 @@ app.command("prompt")(prompt_command)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point. A mistyped command line (an unknown option, a missing
+    argument, a value of the wrong type) is one line naming it and the `--help` to read,
+    exit 2, like every other mistake: click's own report is a five-line box."""
+    import sys
+
+    # typer vendors click (0.29: `typer._click`) and exports only some of its exceptions.
+    from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+
+    try:
+        code = app(standalone_mode=False)
+    except NoArgsIsHelpError as exc:  # `phi memory` alone: its help, as before
+        if exc.format_message().strip():  # typer has usually printed it already
+            exc.show()
+        sys.exit(exc.exit_code)
+    except UsageError as exc:
+        where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
+        typer.echo(f"error: {exc.format_message().rstrip('.')}{where}", err=True)
+        sys.exit(exc.exit_code)
+    except ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        typer.echo("Aborted!", err=True)
+        sys.exit(1)
+    # Outside standalone mode click returns what ended the command: the code of a
+    # `typer.Exit`, or the command's own return value (None).
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 # Registers `phi memory extract | review | history | blocks ...` on `memory_app`.

@@ -58,7 +58,8 @@ def _print_hits(found: Found) -> None:
             highlight=False,
         )
         text = row.content if len(row.content) <= 500 else row.content[:499] + "…"
-        console.print(f"   {text}", highlight=False, markup=False)
+        # Every line indented: an interaction's second turn at column 0 reads as a new hit.
+        console.print(_indented(text), highlight=False, markup=False)
         console.print(f"   [dim]id {row.row_id}[/]", highlight=False)
     if found.unembedded:
         one = found.unembedded == 1
@@ -72,11 +73,26 @@ def _print_hits(found: Found) -> None:
         )
 
 
+def _indented(text: str, prefix: str = "   ") -> str:
+    return "\n".join(prefix + line for line in text.splitlines() or [""])
+
+
+def _field(value: object) -> str:
+    """One field of a row as a person reads it: no Python reprs (`None`, `['a']`)."""
+    if value is None or value == []:
+        return "none"
+    if isinstance(value, list):
+        return ", ".join(str(item) for item in value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
 def _print_row(row: Row) -> None:
     for key, value in row.to_json().items():
-        if key == "meta":
-            value = json.dumps(value, ensure_ascii=False)
-        console.print(f"[bold]{key}[/]: {value}", highlight=False)
+        # The value is text from outside (a post, a tool's output): never rich markup, or
+        # `[pepper]` vanishes and a stray `[/]` is an error.
+        console.print(f"{key}: {_field(value)}", highlight=False, markup=False)
 
 
 @memory_app.command("add")
@@ -204,7 +220,9 @@ def show(
     _print_row(row)
     for n in neighbours:
         console.print(
-            f"  ~{n.edge.edge_type} ({n.edge.weight:.2f}) {n.row.row_id}: {n.row.content[:100]}"
+            f"  ~{n.edge.edge_type} ({n.edge.weight:.2f}) {n.row.row_id}: {n.row.content[:100]}",
+            highlight=False,
+            markup=False,
         )
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Final
 import typer
 
 from phi.cli._edge import console, emit_json, fail, open_memory, run
-from phi.cli.memory import AsJson, Db, memory_app
+from phi.cli.memory import AsJson, Db, InSandbox, memory_app
 
 if TYPE_CHECKING:
     from phi.memory import Edge, EdgeType, Step
@@ -53,13 +53,14 @@ def walk(
     edge_type: EdgeTypes = None,
     limit: Annotated[int, typer.Option(help="At most this many rows.")] = 100,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """The rows linked to ROW_ID within DEPTH hops, nearest first (one namespace)."""
     types = _edge_types(edge_type)
 
     async def go() -> list[Step]:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             return await memory.walk(row_id, depth=depth, types=types, limit=limit)
 
     steps = run(go)
@@ -87,13 +88,14 @@ def link(
     edge_type: Annotated[str, typer.Option("--type", "-t", help="Edge type.")] = "causal",
     weight: Annotated[float, typer.Option(help="Edge weight in (0, 1].")] = 1.0,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """Add an edge between two rows of one namespace."""
     (checked,) = _edge_types([edge_type]) or ["causal"]
 
     async def go() -> Edge:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             return await memory.link(src, dst, edge_type=checked, weight=weight)
 
     edge = run(go)

@@ -71,6 +71,7 @@ def reembed(
     ] = None,
     batch_size: Annotated[int, typer.Option(help="Rows embedded per batch.")] = 64,
     db: Db = None,
+    sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
     """Embed every row again with another model, swapping at the end (resumable).
@@ -84,7 +85,7 @@ def reembed(
         note(f"{progress.done}/{progress.total} rows embedded with {target.name!r}")
 
     async def go() -> ReembedReport:
-        async with open_memory(db) as memory:
+        async with open_memory(db, sandbox=sandbox) as memory:
             return await memory.reembed(target, batch_size=batch_size, progress=show)
 
     report = run(go)

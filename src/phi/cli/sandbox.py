@@ -5,6 +5,7 @@ Thin adapters over `phi.atproto.sandbox.Sandbox` and `PhiClient`: parse, call, p
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -30,6 +31,19 @@ T = TypeVar("T")
 
 TICK_SECONDS = 20.0
 """How often a slow start says it is still going (the first one installs for minutes)."""
+
+_POST_URI = re.compile(r"at://[^/\s]+/app\.bsky\.feed\.post/[A-Za-z0-9._:~-]+")
+
+
+def _post_uri(uri: str) -> str:
+    """`uri` if it names a post; else a one-line mistake, before anything reaches the
+    network (whose answer would be an HTTP 400 from the AppView, exit 1)."""
+    if not _POST_URI.fullmatch(uri):
+        fail(
+            f"{uri!r} is not a post's AT-URI (at://DID/app.bsky.feed.post/RKEY, as "
+            "`phi sandbox say` prints)"
+        )
+    return uri
 
 
 def _sandbox() -> Sandbox:
@@ -143,6 +157,8 @@ def say(
     as_json: AsJson = False,
 ) -> None:
     """Post as a cast member (a reply with --reply-to). Prints the new post's AT-URI."""
+    if reply_to is not None:
+        _post_uri(reply_to)
 
     async def action(client: PhiClient) -> list[str]:
         return [ref.uri for ref in await client.post(text, reply_to=reply_to)]
@@ -161,6 +177,7 @@ def like(
     as_json: AsJson = False,
 ) -> None:
     """Like a post as a cast member. Prints the like's AT-URI."""
+    _post_uri(uri)
 
     async def action(client: PhiClient) -> str:
         return (await client.like(uri)).uri

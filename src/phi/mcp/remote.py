@@ -63,7 +63,7 @@ def load_tokens(path: Path) -> list[TokenScope]:
         ) from None
     scopes: list[TokenScope] = []
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip()
+        line = raw.partition("#")[0].strip()
         if not line:
             continue
         parts = line.split()

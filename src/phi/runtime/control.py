@@ -133,9 +133,11 @@ def create_control_app(
     def require_token(
         credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
     ) -> None:
-        # Compared as bytes: `compare_digest` refuses non-ASCII `str`, and a header may hold any.
-        given = b"" if credentials is None else credentials.credentials.encode()
-        if not secrets.compare_digest(given, expected):
+        # Compared as bytes: `compare_digest` refuses non-ASCII `str`, and a header arrives as
+        # latin-1 text, so its bytes are recovered exactly and the token is taken as UTF-8.
+        if credentials is None or not secrets.compare_digest(
+            credentials.credentials.encode("latin-1"), expected
+        ):
             raise HTTPException(
                 401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
             )

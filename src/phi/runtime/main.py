@@ -35,11 +35,16 @@ __all__ = ["WebServerFailed", "WebServing", "serve_phi", "stop_on_signals"]
 logger = logging.getLogger("phi.runtime")
 
 
-async def stop_on_signals(stop: anyio.Event) -> None:
-    """Set `stop` on the first SIGINT or SIGTERM."""
+async def stop_on_signals(stop: anyio.Event, say: Callable[[str], None] | None = None) -> None:
+    """Set `stop` on the first SIGINT or SIGTERM, saying so to `say` (default: the log):
+    the tick in progress may wait minutes on the model, and silence reads as a hang."""
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for received in signals:
-            logger.info("received %s: finishing the current tick, then stopping", received.name)
+            line = f"received {received.name}: finishing the current tick, then stopping"
+            if say is None:
+                logger.info("%s", line)
+            else:
+                say(line)
             stop.set()
             return
 

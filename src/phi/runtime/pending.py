@@ -58,6 +58,10 @@ PendingStatus = Literal["waiting", "set-aside"]
 
 _ERROR_CHARS: Final = 300
 
+LONGEST_WAIT_SECONDS: Final = 365 * 24 * 3600
+"""A year: the longest wait `Backoff` accepts. Longer is never meant, and a wait past the
+calendar's end would crash the tick that set it (before it marked anything seen)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Backoff:
@@ -76,6 +80,11 @@ class Backoff:
                 f"retry waits must be positive and attempts at least 1, got base "
                 f"{self.base_seconds!r}, max {self.max_seconds!r}, attempts {self.attempts!r}"
             )
+        if self.max_seconds > LONGEST_WAIT_SECONDS:
+            raise InvalidInput(
+                f"the longest retry wait must be at most a year ({LONGEST_WAIT_SECONDS} "
+                f"seconds), got {self.max_seconds!r}"
+            )
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Backoff:
@@ -88,8 +97,13 @@ class Backoff:
 
     def wait(self, failures: int) -> timedelta:
         """The wait after `failures` failed runs (1 for the first)."""
-        # The exponent is bounded so a large count cannot overflow the float.
-        seconds = self.base_seconds * 2.0 ** min(max(failures - 1, 0), 64)
+        seconds = self.base_seconds
+        # Doubled one failure at a time until the longest wait: a long outage's count can
+        # neither overflow the float nor stop the doubling short of `max_seconds`.
+        for _ in range(failures - 1):
+            if seconds >= self.max_seconds:
+                break
+            seconds *= 2
         return timedelta(seconds=min(seconds, self.max_seconds))
 
 

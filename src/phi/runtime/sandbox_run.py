@@ -85,13 +85,21 @@ class _Alice:
 async def _until_handled(
     runtime: PhiRuntime, uri: str, stop: anyio.Event, emit: Callable[[str], None]
 ) -> bool:
-    """Tick until phi's batch held the post `uri` (or it was dropped); False when stopped
-    first."""
+    """Tick until phi's batch handled the post `uri` (or it was dropped, or set aside after
+    its last failed run); False when stopped first.
+
+    A failed run (the model timed out, say) is not phi's choice: the post waits in the
+    pending queue and a later tick runs it again, so the wait goes on."""
     while not stop.is_set():
         report = await runtime.tick()
         if report.admitted or report.jobs:
             emit(_timing(report))
-        if any(n.uri == uri for n in report.admitted):
+        if any(n.uri == uri for n in report.set_aside):
+            emit("phi's run failed again: alice's post is set aside (phi runs pending)")
+            return True
+        if any(n.uri == uri for n in report.pending):
+            emit("phi's run failed: alice's post waits for another run")
+        elif any(n.uri == uri for n in report.admitted):
             if not any(r.in_reply_to == uri for r in report.replies):
                 emit("phi chose not to reply to alice this time")
             return True
@@ -177,7 +185,7 @@ async def sandbox_run(
         PhiClient(info.client_config("alice", nsid_prefix=local.nsid_prefix)) as alice_client,
         anyio.create_task_group() as tg,
     ):
-        tg.start_soon(stop_on_signals, stop)
+        tg.start_soon(stop_on_signals, stop, emit)
         me = runtime.client.me.handle
         emit(f"phi is @{me}, its owner @{local.owner_handle}, its memory {local.memory_url}")
         await runtime.seed()

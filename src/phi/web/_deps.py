@@ -25,8 +25,9 @@ def get_memory(request: Request) -> Memory:
 def _check(token: str, credentials: HTTPAuthorizationCredentials | None) -> None:
     # Compared as bytes: `compare_digest` refuses non-ASCII `str`, and a header arrives as
     # latin-1 text, so its bytes are recovered exactly and the token is taken as UTF-8.
-    given = credentials.credentials.encode("latin-1") if credentials else b""
-    if not credentials or not hmac.compare_digest(given, token.encode()):
+    if credentials is None or not hmac.compare_digest(
+        credentials.credentials.encode("latin-1"), token.encode()
+    ):
         raise HTTPException(
             401, "missing or wrong bearer token", headers={"WWW-Authenticate": "Bearer"}
         )

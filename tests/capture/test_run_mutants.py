@@ -1,0 +1,223 @@
+"""One hook invocation in process: queue, then store in the background, now, or before a
+session starts; and what the host sees on its pipes.
+
+`run_hook` is what `python -m phi.capture` runs. These call it in this process (the detached
+drainer it starts is a real `python -m phi.capture --drain`), so each promise is checked
+where it is kept: the host's pipes are not held by the drainer, the drainer outlives the
+host's session, an event is stored where the options say, and a session start sees every
+event queued before it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+import pytest
+
+from phi.capture import HookOptions, Spool, SpoolEntry, run_hook
+from phi.capture._run import default_spool_dir, drain
+from phi.memory import Memory
+
+PREAMBLE = "What you remember from earlier sessions (phi's memory):\n\n"
+
+
+def event(name: str, **fields: object) -> bytes:
+    return json.dumps({"hook_event_name": name, "session_id": "s1", **fields}).encode()
+
+
+def prompt(text: str) -> bytes:
+    return event("UserPromptSubmit", prompt=text)
+
+
+def hook(stdin: bytes, options: HookOptions) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run_hook(io.BytesIO(stdin), options, out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def contents(db: Path, namespace: str = "dev") -> list[str]:
+    async def read() -> list[str]:
+        async with Memory.open(db) as memory:
+            return [r.content async for r in memory.export(namespace=namespace)]
+
+    return anyio.run(read)
+
+
+def drainers(spool_dir: Path) -> list[int]:
+    """The pids of processes draining `spool_dir`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # not a process, or it just ended
+        if b"--drain" in argv and os.fsencode(spool_dir) in argv:
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until_stored(spool: Spool) -> None:
+    deadline = time.monotonic() + 90
+    while spool.pending():
+        log = (spool.directory / "drain.log").read_text()
+        assert not log, log
+        assert time.monotonic() < deadline, "the detached drainer stored nothing"
+        time.sleep(0.1)
+
+
+# The hook lets go of the drainer it starts on purpose: Python warns about that.
+@pytest.mark.filterwarnings("ignore:subprocess [0-9]+ is still running:ResourceWarning")
+@pytest.mark.parametrize("own_db", [True, False], ids=["--db", "default-db"])
+def test_an_event_is_queued_and_a_detached_drainer_stores_it(
+    tmp_path: Path, phi_home: Path, own_db: bool
+) -> None:
+    db = tmp_path / "memory.db" if own_db else phi_home / "memory.db"
+    options = HookOptions(
+        spool_dir=tmp_path / "capture", db=str(db) if own_db else None, namespace="dev"
+    )
+    spool = Spool(directory=options.spool_dir)
+    secret = "AKIAIOSFODNN7EXAMPLE"
+    with spool.draining(wait_s=0) as mine:  # the drainer waits for this lock: look at it
+        assert mine
+        assert hook(prompt(f"deploy with key {secret}"), options) == (0, "", "")
+        (line,) = spool.path.read_text().splitlines()
+        queued = json.loads(line)
+        assert queued["namespace"] == "dev"
+        # Redacted before it touches the disk.
+        assert (
+            json.loads(queued["payload"])["prompt"] == "deploy with key [REDACTED:aws-access-key]"
+        )
+        deadline = time.monotonic() + 30
+        while not (pids := drainers(options.spool_dir)):
+            assert time.monotonic() < deadline, "no drainer was started"
+            time.sleep(0.05)
+        (pid,) = pids
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+        expected = [sys.executable, "-m", "phi.capture", "--drain", "--spool", str(spool.directory)]
+        assert argv == expected + (["--db", str(db)] if own_db else [])
+        # Outlives the host's session, and holds none of the host's pipes: a host reads a
+        # hook's output until every writer closed it.
+        assert os.getsid(pid) == pid != os.getsid(0)
+        fds = {n: os.readlink(f"/proc/{pid}/fd/{n}") for n in (0, 1, 2)}
+        assert fds == {0: "/dev/null", 1: "/dev/null", 2: str(spool.directory / "drain.log")}
+    wait_until_stored(spool)
+    assert stat.S_IMODE((spool.directory / "drain.log").stat().st_mode) == 0o600
+    assert contents(db) == ["user: deploy with key [REDACTED:aws-access-key]"]
+
+
+def test_with_wait_the_event_is_stored_before_the_hook_returns(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    options = HookOptions(spool_dir=tmp_path / "capture", db=str(db), namespace="dev", wait=True)
+    assert hook(prompt("rename the flag"), options) == (0, "", "")
+    assert Spool(directory=options.spool_dir).pending() == 0
+    assert drainers(options.spool_dir) == []
+    assert contents(db) == ["user: rename the flag"]
+
+
+def test_a_session_start_stores_what_is_queued_then_preloads(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    options = HookOptions(spool_dir=tmp_path / "capture", db=str(db), namespace="dev")
+    # A first session: nothing to remember yet, and nothing said about it.
+    assert hook(event("SessionStart", cwd="/home/dev/tidepool"), options) == (0, "", "")
+    spool = Spool(directory=options.spool_dir)
+    spool.append(SpoolEntry(namespace="dev", payload=prompt("fix the expiry bug").decode()))
+    code, out, err = hook(event("SessionStart", cwd="/home/dev/tidepool"), options)
+    assert (code, err) == (0, "")
+    assert out.startswith(PREAMBLE)
+    assert out.endswith("\n")
+    assert "[RELEVANT MEMORY — dev — for: work in tidepool]" in out
+    assert "user: fix the expiry bug" in out
+    assert spool.pending() == 0
+    code, out, err = hook(event("SessionStart", cwd=""), options)
+    assert "[RELEVANT MEMORY — dev — for: the work ahead]" in out
+    # Another namespace has nothing yet.
+    other = HookOptions(spool_dir=options.spool_dir, db=str(db), namespace="elsewhere")
+    assert hook(event("SessionStart"), other) == (0, "", "")
+
+
+def test_the_preload_keeps_to_its_budget(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    spool_dir = tmp_path / "capture"
+    spool = Spool(directory=spool_dir)
+    said = [f"prompt {n}: look at module {n} of the parser" for n in range(12)]
+    for text in said:
+        spool.append(SpoolEntry(namespace="dev", payload=prompt(text).decode()))
+    roomy = HookOptions(spool_dir=spool_dir, db=str(db), namespace="dev")
+    code, out, _ = hook(event("SessionStart"), roomy)
+    assert all(text in out for text in said)
+    tight = HookOptions(spool_dir=spool_dir, db=str(db), namespace="dev", budget_tokens=80)
+    code, out, _ = hook(event("SessionStart"), tight)
+    assert code == 0
+    assert 0 < sum(text in out for text in said) < 4
+
+
+def test_no_store_is_opened_when_there_is_nothing_to_drain(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    options = HookOptions(spool_dir=tmp_path / "capture", db=str(db))
+    err = io.StringIO()
+    assert drain(options, wait_s=0, err=err) is None
+    spool = Spool(directory=options.spool_dir)
+    spool.append(SpoolEntry(namespace="dev", payload=prompt("later").decode()))
+    with spool.draining(wait_s=0):  # another drainer has the queue
+        assert drain(options, wait_s=0.1, err=err) is None
+    assert (err.getvalue(), spool.pending(), db.exists()) == ("", 1, False)
+
+
+def test_a_session_start_preloads_even_while_another_drainer_has_the_queue(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "memory.db"
+    options = HookOptions(spool_dir=tmp_path / "capture", db=str(db), namespace="dev")
+    assert hook(prompt("stored before"), replace(options, wait=True))[0] == 0
+    spool = Spool(directory=options.spool_dir)
+    spool.append(SpoolEntry(namespace="dev", payload=prompt("still queued").decode()))
+    err = io.StringIO()
+    with spool.draining(wait_s=0):
+        text = drain(options, wait_s=0.1, err=err, preload=True, cwd="/src/tidepool")
+    assert text is not None and text.startswith(PREAMBLE)
+    assert "user: stored before" in text
+    assert "still queued" not in text
+    assert (err.getvalue(), spool.pending()) == ("", 1)
+
+
+def test_a_store_that_cannot_be_opened_keeps_the_event_queued(tmp_path: Path) -> None:
+    db = tmp_path / "memory.db"
+    db.write_text("not a database " * 100)
+    options = HookOptions(spool_dir=tmp_path / "capture", db=str(db), wait=True)
+    assert hook(prompt("kept for later"), options) == (
+        0,
+        "",
+        f"phi capture: 1 event(s) queued for later: {str(db)!r} is not a SQLite database"
+        " (corrupt or another kind of file)\n",
+    )
+    assert Spool(directory=options.spool_dir).pending() == 1
+
+
+def test_an_event_that_cannot_be_queued_is_said_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    spool_dir = tmp_path / "file" / "capture"
+    options = HookOptions(spool_dir=spool_dir, db=str(tmp_path / "m.db"))
+    assert hook(prompt("lost?"), options) == (
+        1,
+        "",
+        f"phi capture: could not queue the event in {spool_dir / 'spool.jsonl'}:"
+        f" [Errno 20] Not a directory: {str(spool_dir)!r}\n",
+    )
+
+
+def test_the_spool_lives_in_phi_home(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PHI_HOME", str(tmp_path / "home"))
+    assert default_spool_dir() == tmp_path / "home" / "capture"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("PHI_HOME", "~/elsewhere")
+    assert default_spool_dir() == tmp_path / "elsewhere" / "capture"
+    monkeypatch.delenv("PHI_HOME")
+    assert default_spool_dir() == tmp_path / ".phi" / "capture"
