@@ -229,16 +229,18 @@ def _tally(
 # -- the --changed mode: mutants on lines changed since the last verified commit -----------
 
 
-def base_commit(given: str | None) -> str:
+def base_commit(given: str | None) -> str | None:
     """What `--changed` compares with: `--base`, else the commit the last full run that met
-    the goal recorded (`tests/mutation/verified`), else the merge base with origin/main."""
+    the goal recorded (`tests/mutation/verified`), else the merge base with origin/main;
+    None when there is none of them (a clone without that branch, before any verified run)."""
     if given is None and VERIFIED_FILE.exists():
         given = VERIFIED_FILE.read_text().split()[0]
     if given is None:
         given = "origin/main"
-    return subprocess.run(
-        ["git", "merge-base", given, "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    found = subprocess.run(
+        ["git", "merge-base", given, "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    return found.stdout.strip() or None
 
 
 def changed_lines(base: str, paths: list[str]) -> dict[str, set[int]]:
@@ -385,7 +387,15 @@ def main(argv: list[str] | None = None) -> int:
         modules = [known[p] for p in sorted(wanted)]
     started = time.monotonic()
     if args.changed:
-        tallies = run_changed(modules, base=base_commit(args.base), workers=args.workers)
+        base = base_commit(args.base)
+        if base is None:
+            print(
+                "nothing to compare with: no verified full run is recorded "
+                f"({VERIFIED_FILE.relative_to(ROOT)}) and no origin/main; "
+                "run `scripts/mutate --record` once every module meets the goal"
+            )
+            return 0
+        tallies = run_changed(modules, base=base, workers=args.workers)
         failed = any(t.survived for t in tallies)
     else:
         tallies = [run_module(m, workers=args.workers) for m in modules]

@@ -29,7 +29,14 @@ class _Server(uvicorn.Server):
 async def serving(app: Any) -> AsyncIterator[int]:
     """Serve `app` (lifespan included) on 127.0.0.1 while the block runs; yields the port.
     The socket is bound here, port 0, so no other process can take the port in between."""
-    server = _Server(uvicorn.Config(app, log_level="critical", lifespan="on"))
+
+    # uvicorn calls the app with no arguments to tell a factory, and reads the ASGI version
+    # from `__call__`: an app object whose `__call__` is wrapped (mutmut's, under
+    # `scripts/mutate`) would pass for a factory. A plain function of three is neither.
+    async def asgi(scope: Any, receive: Any, send: Any) -> None:
+        await app(scope, receive, send)
+
+    server = _Server(uvicorn.Config(asgi, log_level="critical", lifespan="on"))
     sock = socket.create_server(("127.0.0.1", 0))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:

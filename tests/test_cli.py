@@ -10,12 +10,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import httpx
 import pytest
 from typer.testing import CliRunner
 
 from phi.cli import app
+
+if TYPE_CHECKING:
+    from phi.atproto.sandbox import Sandbox
 
 PHI = str(Path(sys.executable).parent / "phi")
 
@@ -169,12 +173,13 @@ async def test_a_slow_network_start_says_it_is_still_going(monkeypatch: pytest.M
     class SlowSandbox:
         """Starts in 0.35 s, as a first install does in minutes."""
 
-        async def up(self) -> str:
+        async def up(self, **_: object) -> str:
             await anyio.sleep(0.35)
             return "info"
 
     lines: list[str] = []
-    started = await sandbox_cli._up_with_progress(SlowSandbox(), lines.append)  # type: ignore[arg-type]
+    slow = cast("Sandbox", SlowSandbox())
+    started: object = await sandbox_cli._up_with_progress(slow, lines.append)
     assert started == "info"
     # One line per 0.1 s while it starts (give or take one on a busy machine), none after.
     assert 2 <= len(lines) <= 4, lines

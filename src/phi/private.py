@@ -83,16 +83,39 @@ def private_dir(path: Path) -> Path:
     """Create `path` (and missing parents) as a folder only its owner may enter.
 
     An existing folder phi owns is closed too (chmod 0700): a PHI_HOME created by an older
-    phi, or by `mkdir` under a 022 umask, was 0755. Parents that already exist are left
-    alone (they may be the user's home or `/tmp`); new ones are made 0700.
+    phi, or by `mkdir` under a 022 umask, was 0755. A folder with a POSIX ACL keeps its
+    mask's search bit (0710), or the users its entries name would be locked out too
+    (`_acl_search`). Parents that already exist are left alone (they may be the user's home
+    or `/tmp`); new ones are made 0700.
 
     Raises:
         NotADirectoryError: `path` or one of its parents is a file.
         OSError: a folder could not be created.
     """
     private_mkdirs(path)
-    _chmod_if_owned(path, DIR_MODE)
+    _chmod_if_owned(path, DIR_MODE | _acl_search(path))
     return path
+
+
+_ACL_XATTR = "system.posix_acl_access"
+
+
+def _acl_search(folder: Path) -> int:
+    """The search bit of the ACL mask of `folder` (0o010), if it has an ACL whose mask allows
+    search; else 0.
+
+    With a POSIX ACL the mode's group bits are the ACL's mask: `chmod 0700` would also lock
+    out the entries it names. `phi postgres up` under root lets the server's OS user alone
+    through PHI_HOME by such an entry (search, no listing); masking it made the running
+    server fail at its next checkpoint. Search is all that is kept: nobody else gains
+    anything the ACL did not already give.
+    """
+    try:
+        if not os.getxattr(folder, _ACL_XATTR):
+            return 0
+        return folder.stat().st_mode & stat.S_IXGRP
+    except OSError:  # no ACL, no ACL support, or gone
+        return 0
 
 
 def private_opener(path: str | os.PathLike[str], flags: int) -> int:

@@ -298,9 +298,7 @@ def _finds(
                 yield base + start, base + stop, kind
 
 
-def _resume_at(
-    detector: Detector, match: re.Match[str], found: tuple[int, int, str] | None
-) -> int:
+def _resume_at(detector: Detector, match: re.Match[str], found: tuple[int, int, str] | None) -> int:
     """Where to look for the next match. A keyword match runs to the end of its line, but
     its value may end earlier (`_keyword_value`) or hold no secret: the rest of the line
     can hold another assignment (`API_KEY=a DB_PASSWORD=b`), so the search goes on from the

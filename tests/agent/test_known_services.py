@@ -89,7 +89,7 @@ async def check_via_agent(d: PhiDeps, name: str) -> tuple[dict[str, Any], str]:
         deps_type=PhiDeps,
         toolsets=[toolset_for(d.config, only=frozenset({"check_service"}))],
     )
-    await run(agent, d)  # type: ignore[arg-type]
+    await run(agent, d)
     return seen["schema"], seen["answer"]
 
 
@@ -133,6 +133,6 @@ async def test_no_watched_services_means_no_tool_and_no_block(memory: Memory) ->
         return ModelResponse(parts=[TextPart("done")])
 
     agent = Agent(FunctionModel(brain), deps_type=PhiDeps, toolsets=[toolset_for(d.config)])
-    await run(agent, d)  # type: ignore[arg-type]
+    await run(agent, d)
     assert "check_service" not in offered
     assert "core_block_view" in offered

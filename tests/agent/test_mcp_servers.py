@@ -222,7 +222,11 @@ async def test_a_hostile_server_is_fenced_and_cannot_break_the_run(memory: Memor
     answers and descriptions reach the model clipped and fenced as data, and a fake rule
     cannot close its fence."""
     seen: dict[str, Any] = {}
-    calls = [("user_huge", {}), ("user_rules", {}), ("user_empty", {})]
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("user_huge", {}),
+        ("user_rules", {}),
+        ("user_empty", {}),
+    ]
 
     async def brain(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         seen["tools"] = {t.name: t for t in info.function_tools}

@@ -6,7 +6,7 @@ import pytest
 from pydantic_ai import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from atproto import AsyncClient
+from atproto import AsyncClient  # type: ignore[import-untyped]
 from phi.agent.outcomes import Refused
 from phi.atproto import Observation, PhiClient
 from phi.atproto.observations import POOL_SIZE

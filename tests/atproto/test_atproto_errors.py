@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -40,7 +40,7 @@ def _response(status: int, error: str = "", message: str = "") -> Response:
     )
 
 
-def _failing(errors: list[Exception], result: str = "ok") -> Callable[[], object]:
+def _failing(errors: list[Exception], result: str = "ok") -> Callable[[], Awaitable[str]]:
     calls = iter(errors)
 
     async def fn() -> str:
@@ -131,5 +131,5 @@ def test_caller_mistakes_stay_user_errors() -> None:
     ):
         assert issubclass(cls, AtprotoError) and issubclass(cls, UserError), cls
     assert issubclass(InvalidRecord, InvalidInput) and issubclass(InvalidArgument, InvalidInput)
-    for cls in (RateLimited, NetworkUnavailable):
-        assert not issubclass(cls, UserError), cls
+    for failure in (RateLimited, NetworkUnavailable):
+        assert not issubclass(failure, UserError), failure

@@ -10,7 +10,8 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import AsyncIterator
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
 import pytest
 from atproto_client import AsyncClient, models  # type: ignore[import-untyped]
@@ -189,7 +190,8 @@ async def test_embeds_are_read_from_post_views(
     assert quotes[written[2].uri] == Embed(
         kind="record", quote=QuotedPost(uri=quoted.uri, state="unresolved")
     )
-    assert quotes[written[2].uri].render() == f"[quote {quoted.uri}]"
+    embed = quotes[written[2].uri]
+    assert embed is not None and embed.render() == f"[quote {quoted.uri}]"
 
 
 async def test_quote_of_a_deleted_post_says_so(
@@ -342,28 +344,28 @@ async def test_recent_operations_merge_collections_newest_first(
             collection="io.phi.goal",
             rkey=goal.rkey,
             uri=goal.uri,
-            created_at=IsDatetime(),
+            created_at=cast(datetime, IsDatetime()),
             summary="goal: learn rook calls",
         ),
         Operation(
             collection="app.bsky.graph.follow",
             rkey=follow.rkey,
             uri=follow.uri,
-            created_at=IsDatetime(),
+            created_at=cast(datetime, IsDatetime()),
             summary=f"follow {alice.me.did}",
         ),
         Operation(
             collection="app.bsky.feed.like",
             rkey=like.rkey,
             uri=like.uri,
-            created_at=IsDatetime(),
+            created_at=cast(datetime, IsDatetime()),
             summary=f"like {theirs.uri}",
         ),
         Operation(
             collection="app.bsky.feed.post",
             rkey=mine.uri.rsplit("/", 1)[-1],
             uri=mine.uri,
-            created_at=IsDatetime(),
+            created_at=cast(datetime, IsDatetime()),
             summary="post: " + " ".join(["rooks"] * 30)[:79] + "…",
         ),
     ]

@@ -8,6 +8,8 @@ row text, a lost link or a failed tool recorded as a success shows.
 from __future__ import annotations
 
 import json
+import locale
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +25,19 @@ pytestmark = pytest.mark.anyio
 NS = "dev"
 
 
-async def send(memory: Memory, name: str, *, session: str = "s1", **fields: Any) -> HookOutcome:
+async def send(
+    memory: Memory,
+    name: str,
+    *,
+    session: str = "s1",
+    namespace: str = NS,
+    event_id: str | None = None,
+    **fields: Any,
+) -> HookOutcome:
     """One hook event through the drainer's path: parsed, then applied."""
     payload = json.dumps({"hook_event_name": name, "session_id": session, **fields})
-    return await apply_event(memory, parse_event(payload), namespace=NS)
+    event = parse_event(payload)
+    return await apply_event(memory, event, namespace=namespace, event_id=event_id)
 
 
 async def texts(memory: Memory) -> list[str]:
@@ -159,6 +170,7 @@ async def test_a_tool_call_is_a_decision_in_words(
 ) -> None:
     done = await send(memory, "PreToolUse", tool_name=tool, tool_input=tool_input)
     (row,) = done.rows
+    assert done.event == "PreToolUse"
     assert row.content == text
     assert (row.kind, row.tags) == ("note", ("decision",))
     assert row.meta["tool"] == tool
@@ -268,10 +280,12 @@ async def test_a_tool_result_or_error_in_words(
 ) -> None:
     done = await send(memory, name, tool_name="Bash", tool_input={"command": "x"}, **fields)
     (row,) = done.rows
+    assert done.event == name
     assert row.content == text
     assert row.tags == (text.split(" ")[0] if text.startswith("error") else "tool_result",)
     assert row.meta["tool"] == "Bash"
     assert "path" not in row.meta
+    assert "tool_use_id" not in row.meta
 
 
 async def test_a_file_edit_is_a_file_change_unless_it_failed(memory: Memory) -> None:
@@ -317,6 +331,28 @@ async def test_stop_stores_the_last_assistant_message_of_the_transcript(
     path = transcript(
         tmp_path,
         said("assistant", "an earlier answer"),
+        said("assistant", [{"type": "text", "text": "an answer in parts"}]),
+        b"{not json",
+        said("user", "thanks"),
+        said("assistant", "the last answer"),
+        said("user", "and?"),
+        b'{"message": {"role": "assistant", "content": "cut',  # a host mid-write
+        said("assistant", [{"type": "tool_use", "name": "Bash"}]),
+        said("assistant", "   "),
+        said("assistant", None),
+        {"message": "not an object"},
+        ["not", "an", "entry"],
+        b'{"message": {"role": "assistant", "content": "cut \xff',  # mid-write
+    )
+    done = await send(memory, "Stop", transcript_path=path)
+    (row,) = done.rows
+    assert done == HookOutcome(event="Stop", rows=(row,))
+    assert row.content == "assistant: the last answer"
+    assert row.meta["turns"] == [
+        {"speaker": "assistant", "text": "the last answer", "by_phi": True}
+    ]
+    parts = transcript(
+        tmp_path,
         said(
             "assistant",
             [
@@ -328,25 +364,10 @@ async def test_stop_stores_the_last_assistant_message_of_the_transcript(
                 "bare",
             ],
         ),
-        said("user", "thanks"),
-        said("assistant", [{"type": "tool_use", "name": "Bash"}]),
         said("assistant", "   "),
-        said("assistant", None),
-        {"message": "not an object"},
-        ["not", "an", "entry"],
-        b'{"message": {"role": "assistant", "content": "cut \xff',  # mid-write
     )
-    done = await send(memory, "Stop", transcript_path=path)
-    (row,) = done.rows
-    assert done == HookOutcome(event="Stop", rows=(row,))
-    assert row.content == "assistant: Fixed: \nall pass"
-    assert row.meta["turns"] == [
-        {"speaker": "assistant", "text": "Fixed: \nall pass", "by_phi": True}
-    ]
-    done = await send(
-        memory, "SubagentStop", transcript_path=transcript(tmp_path, said("assistant", "sub"))
-    )
-    assert [r.content for r in done.rows] == ["assistant: sub"]
+    done = await send(memory, "SubagentStop", transcript_path=parts)
+    assert [r.content for r in done.rows] == ["assistant: Fixed: \nall pass"]
 
 
 async def test_a_transcript_under_home_is_found(
@@ -360,3 +381,70 @@ async def test_a_transcript_under_home_is_found(
     assert (await send(memory, "Stop", transcript_path=str(tmp_path))).rows == ()
     empty = transcript(tmp_path, said("user", "hello"))
     assert (await send(memory, "Stop", transcript_path=empty)).rows == ()
+
+
+async def test_each_row_names_the_queued_event(memory: Memory, tmp_path: Path) -> None:
+    """The spool's id for an event goes into its rows, so storing it twice makes one row."""
+    answer = transcript(tmp_path, said("assistant", "done"))
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("UserPromptSubmit", {"prompt": "go"}),
+        ("PreToolUse", {"tool_name": "Bash", "tool_input": {"command": "make"}}),
+        ("PostToolUse", {"tool_name": "Bash", "tool_response": "built"}),
+        ("Stop", {"transcript_path": answer}),
+    ]
+    for name, fields in events:
+        once = await send(memory, name, event_id=f"id-{name}", **fields)
+        twice = await send(memory, name, event_id=f"id-{name}", **fields)
+        assert [r.meta["event"] for r in once.rows] == [f"id-{name}"]
+        assert twice.rows == once.rows
+    assert len(await texts(memory)) == 4
+
+
+async def test_one_session_id_in_two_namespaces_stays_apart(memory: Memory) -> None:
+    """Causes are looked for in the event's own namespace only (a link across two is refused)."""
+    mine = await send(memory, "UserPromptSubmit", prompt="mine")
+    decided = await send(
+        memory, "PreToolUse", tool_name="Bash", tool_input={"command": "a"}, tool_use_id="t1"
+    )
+    await send(memory, "UserPromptSubmit", prompt="theirs", namespace="other")
+    theirs = await send(
+        memory,
+        "PreToolUse",
+        namespace="other",
+        tool_name="Bash",
+        tool_input={"command": "b"},
+        tool_use_id="t1",
+    )
+    assert decided.caused_by == mine.rows[0].row_id
+    again = await send(
+        memory, "PreToolUse", tool_name="Bash", tool_input={"command": "c"}, tool_use_id="t2"
+    )
+    assert again.caused_by == mine.rows[0].row_id
+    for use in ("t1", "t9"):
+        done = await send(
+            memory, "PostToolUse", tool_name="Bash", tool_use_id=use, tool_response=f"r {use}"
+        )
+        expected = decided if use == "t1" else again
+        assert done.caused_by == expected.rows[0].row_id != theirs.rows[0].row_id
+
+
+@pytest.fixture
+def c_locale() -> Iterator[None]:
+    """A process whose locale is plain C (a drainer started from cron or a bare service)."""
+    before = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_CTYPE, before)
+
+
+@pytest.mark.usefixtures("c_locale")
+async def test_a_transcript_is_read_as_utf8_whatever_the_locale(
+    memory: Memory, tmp_path: Path
+) -> None:
+    # Claude Code writes its transcript as UTF-8, not ASCII escapes.
+    line = json.dumps(said("assistant", "Café déjà vu ✓"), ensure_ascii=False).encode()
+    path = transcript(tmp_path, line)
+    done = await send(memory, "Stop", transcript_path=path)
+    assert [r.content for r in done.rows] == ["assistant: Café déjà vu ✓"]

@@ -216,6 +216,18 @@ async def test_the_latest_row_of_a_session_by_kind_and_tool_call(memory: Memory)
 
 
 @pytest.mark.anyio
+async def test_a_session_id_in_another_namespace_is_another_session(memory: Memory) -> None:
+    """A result is linked to a decision of its own namespace, never to a newer one of the
+    same session id elsewhere (a link across namespaces is refused)."""
+    mine = await capture(memory, namespace=NS, session="s1", kind="decision", content="mine")
+    await capture(memory, namespace="other", session="s1", kind="decision", content="theirs")
+    found = await latest_in_session(memory, namespace=NS, session="s1")
+    assert found is not None and found.row_id == mine.rows[0].row_id
+    done = await capture(memory, namespace=NS, session="s1", kind="error", content="it failed")
+    assert done.caused_by == mine.rows[0].row_id
+
+
+@pytest.mark.anyio
 async def test_a_decision_is_found_among_the_latest_200_rows(memory: Memory) -> None:
     """Further back than that a session's decision is not looked for (a bounded read)."""
     decided = await capture(memory, namespace=NS, session="s1", kind="decision", content="plan")

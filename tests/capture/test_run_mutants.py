@@ -14,10 +14,13 @@ import io
 import json
 import os
 import stat
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -51,6 +54,28 @@ def contents(db: Path, namespace: str = "dev") -> list[str]:
     return anyio.run(read)
 
 
+@pytest.fixture(autouse=True)
+def started(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """The processes a hook starts, each waited for (killed after a minute) when the test
+    ends: the drainer the hook lets go of is this process's child, and one left running or
+    unreaped would be reaped by whoever waits for any child next (mutmut's runner does)."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    class Kept(subprocess.Popen[bytes]):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(subprocess, "Popen", Kept)
+    yield started
+    for process in started:
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 def drainers(spool_dir: Path) -> list[int]:
     """The pids of processes draining `spool_dir`."""
     found = []
@@ -73,8 +98,6 @@ def wait_until_stored(spool: Spool) -> None:
         time.sleep(0.1)
 
 
-# The hook lets go of the drainer it starts on purpose: Python warns about that.
-@pytest.mark.filterwarnings("ignore:subprocess [0-9]+ is still running:ResourceWarning")
 @pytest.mark.parametrize("own_db", [True, False], ids=["--db", "default-db"])
 def test_an_event_is_queued_and_a_detached_drainer_stores_it(
     tmp_path: Path, phi_home: Path, own_db: bool
@@ -198,6 +221,24 @@ def test_a_store_that_cannot_be_opened_keeps_the_event_queued(tmp_path: Path) ->
         f"phi capture: 1 event(s) queued for later: {str(db)!r} is not a SQLite database"
         " (corrupt or another kind of file)\n",
     )
+    assert Spool(directory=options.spool_dir).pending() == 1
+
+
+def test_without_a_store_named_the_configured_one_is_used(tmp_path: Path, phi_home: Path) -> None:
+    options = HookOptions(spool_dir=tmp_path / "capture", namespace="dev", wait=True)
+    assert hook(prompt("to the default store"), options) == (0, "", "")
+    assert contents(phi_home / "memory.db") == ["user: to the default store"]
+
+
+def test_a_misconfigured_embedder_keeps_the_event_queued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PHI_EMBEDDER", "no-such-model")
+    options = HookOptions(spool_dir=tmp_path / "capture", db=str(tmp_path / "m.db"), wait=True)
+    code, out, err = hook(prompt("kept for later"), options)
+    assert (code, out) == (0, "")
+    assert err.startswith("phi capture: 1 event(s) queued for later: PHI_EMBEDDER='no-such-model'")
+    assert len(err.splitlines()) == 1
     assert Spool(directory=options.spool_dir).pending() == 1
 
 

@@ -38,24 +38,26 @@ async def memory(
 def events(session: str, transcript: Path) -> list[str]:
     """Four hook events, the same in every session but for the session id."""
     run = {"command": "uv run pytest -q", "description": "Run the tests"}
-    common = {"session_id": session, "cwd": "/src/app", "transcript_path": str(transcript)}
-    return [
-        json.dumps({**common, "hook_event_name": name, **fields})
-        for name, fields in [
-            ("UserPromptSubmit", {"prompt": "Run the tests and tell me what fails."}),
-            ("PreToolUse", {"tool_name": "Bash", "tool_input": run, "tool_use_id": "toolu_1"}),
-            (
-                "PostToolUse",
-                {
-                    "tool_name": "Bash",
-                    "tool_input": run,
-                    "tool_use_id": "toolu_1",
-                    "tool_response": {"stdout": "3 passed in 0.1s", "exit_code": 0},
-                },
-            ),
-            ("Stop", {}),
-        ]
+    common = {
+        "session_id": session,
+        "cwd": "/src/app",
+        "transcript_path": str(transcript),
+    }
+    shapes: list[tuple[str, dict[str, object]]] = [
+        ("UserPromptSubmit", {"prompt": "Run the tests and tell me what fails."}),
+        ("PreToolUse", {"tool_name": "Bash", "tool_input": run, "tool_use_id": "toolu_1"}),
+        (
+            "PostToolUse",
+            {
+                "tool_name": "Bash",
+                "tool_input": run,
+                "tool_use_id": "toolu_1",
+                "tool_response": {"stdout": "3 passed in 0.1s", "exit_code": 0},
+            },
+        ),
+        ("Stop", {}),
     ]
+    return [json.dumps({**common, "hook_event_name": name, **fields}) for name, fields in shapes]
 
 
 async def test_identical_events_of_two_sessions_stay_apart_with_their_own_links(

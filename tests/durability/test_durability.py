@@ -148,7 +148,7 @@ def _queue_counts(path: Path) -> tuple[int, int, int, int, int]:
         conn.enable_load_extension(True)
         conn.load_extension(sqlite_vec.loadable_path())
         assert next(conn.execute("PRAGMA integrity_check"))[0] == "ok"
-        return tuple(  # type: ignore[return-value]
+        return tuple(
             next(conn.execute(f"SELECT count(*) FROM {table}"))[0]
             for table in ("rows", "row_vectors", "embed_queue", "row_text_docsize",
                           "row_terms_docsize")

@@ -115,7 +115,7 @@ header_bytes = st.binary(min_size=1, max_size=40).filter(
 def test_any_bearer_token_is_a_clean_401(writer: TestClient, token: bytes) -> None:
     FUZZED["http-token"] += 1
     response = writer.post(
-        "/api/memory/rows", json=_body(), headers={"Authorization": b"Bearer " + token}
+        "/api/memory/rows", json=_body(), headers={b"Authorization": b"Bearer " + token}
     )
     assert response.status_code == 401, (token, response.text)
     assert response.json()["detail"] == "missing or wrong bearer token"

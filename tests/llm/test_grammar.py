@@ -6,7 +6,7 @@ import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pytest
 from dirty_equals import IsStr
@@ -225,7 +225,7 @@ text: "@phi what is the capital of France?"\
         ToolCallPart(
             tool_name="reply_to",
             args={"uri": URI, "text": "Paris."},
-            tool_call_id=IsStr(regex=r"call_[0-9a-f]{32}"),
+            tool_call_id=cast(str, IsStr(regex=r"call_[0-9a-f]{32}")),
         )
     ]
     assert (response.model_name, response.provider_name, response.finish_reason) == (
@@ -533,7 +533,10 @@ async def test_one_huge_message_is_cut_in_the_middle() -> None:
 
 async def test_no_message_is_ever_empty() -> None:
     model, script = scripted(call("like_post", uri=URI), final("Done."))
-    history = [ModelRequest(parts=[UserPromptPart("")]), ModelResponse(parts=[TextPart("")])]
+    history: list[ModelRequest | ModelResponse] = [
+        ModelRequest(parts=[UserPromptPart("")]),
+        ModelResponse(parts=[TextPart("")]),
+    ]
     await phi_agent(model).run(PROMPT, deps=Deps(), message_history=history)
     for request in script.requests:
         assert all(m["content"].strip() for m in request["messages"])

@@ -73,7 +73,8 @@ async def call(client: Client, tool: str, /, **arguments: Any) -> dict[str, Any]
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content
     assert result.structured_content is not None
-    return result.structured_content
+    content: dict[str, Any] = result.structured_content
+    return content
 
 
 async def test_mcp_link_and_walk_stay_inside_the_prefix(memory: Memory) -> None:

@@ -27,7 +27,8 @@ async def call(client: Client, tool: str, /, **arguments: Any) -> dict[str, Any]
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content
     assert result.structured_content is not None
-    return result.structured_content
+    content: dict[str, Any] = result.structured_content
+    return content
 
 
 async def error(client: Client, tool: str, /, **arguments: Any) -> str:

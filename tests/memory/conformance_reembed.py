@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from phi.errors import EmbedderMismatch, StoreError
@@ -14,7 +15,7 @@ from tests.memory.conformance_rows import CONFORMANCE_SPEC, make_row, vec, w
 NEW_SPEC = EmbeddingSpec(model="conformance-3d", dimension=3)
 
 
-def vec3(*values: float) -> np.ndarray:  # type: ignore[type-arg]
+def vec3(*values: float) -> npt.NDArray[np.float32]:
     v = np.array(values, dtype=np.float32)
     return v / np.linalg.norm(v)
 

@@ -356,7 +356,7 @@ def test_stats_shows_no_python_reprs_and_folds_long_namespaces(db: str) -> None:
 def test_show_prints_text_as_stored_and_no_python_reprs(db: str) -> None:
     """Finding W1/W2 of the second newcomer walkthrough: brackets in a row were read as
     rich markup (`see [pepper] and [/] here` showed as `see  and  here`, in the row and in
-    its neighbours), and empty fields showed as `None`, `[]`, `['code']`."""
+    its neighbours), and fields showed as `None`, `[]`, `{}`, `['code']`."""
     code, out = phi("memory", "add", "see [pepper] and [/] here", "-n", "scratch", "--db", db)
     assert code == 0, out
     code, out = phi(
@@ -369,7 +369,7 @@ def test_show_prints_text_as_stored_and_no_python_reprs(db: str) -> None:
     lines = out.splitlines()
     assert "content: second [red]note[/red]" in lines
     assert "tags: code" in lines
-    assert "source_uris: none" in lines and "author: none" in lines
+    assert "source_uris: none" in lines and "author: none" in lines and "meta: none" in lines
     assert "None" not in out and "[]" not in out and "'" not in out
     assert any(line.endswith(": see [pepper] and [/] here") for line in lines), out
 

@@ -86,11 +86,12 @@ def test_references_are_found_trimmed_lowered_and_once() -> None:
     text = (
         "read at://did:plc:ann/app.bsky.feed.post/1, then https://ex.example/a?b=1. "
         "@Ann.Example.COM! said did:web:ann.example; mail bob@mail.example "
-        "again https://ex.example/a?b=1 and @ann.example.com"
+        "again https://ex.example/a?b=1 and @ann.example.com, see https://ex.example/Case/Kept"
     )
     assert extract_refs(text) == [
         "at://did:plc:ann/app.bsky.feed.post/1",
         "https://ex.example/a?b=1",
+        "https://ex.example/Case/Kept",
         "did:plc:ann",
         "did:web:ann.example",
         "ann.example.com",
@@ -340,6 +341,29 @@ async def test_temporal_edges_link_the_previous_row_of_thread_and_namespace(
         }  # fmt: skip
 
 
+async def test_a_superseded_row_still_precedes_and_the_boundary_is_the_instant(
+    tmp_path: Path,
+) -> None:
+    async with open_memory(tmp_path, ScriptedEmbedder(), semantic_neighbours=0) as memory:
+        _, b = await memory.remember_many([new("a", 0), new("b", 2)])
+        await memory.remember(new("c", 1, supersedes=b.row_id))  # b is history now
+        await memory.remember(new("d", 3))  # b is still what came before it
+        instant = T0 + timedelta(minutes=10)
+        await memory.remember_many(
+            [
+                NewRow(content="x", namespace="ns-b", created_at=instant),
+                NewRow(
+                    content="y", namespace="ns-b", created_at=instant + timedelta(microseconds=1)
+                ),
+            ]
+        )
+        # As old as x and a microsecond older than y: x came before it, y did not.
+        await memory.remember(NewRow(content="w", namespace="ns-b", created_at=instant))
+        assert await edges(memory, "temporal") == {
+            ("a", "b", 1.0), ("a", "c", 1.0), ("b", "d", 1.0), ("x", "y", 1.0), ("x", "w", 1.0),
+        }  # fmt: skip
+
+
 # -- semantic edges -----------------------------------------------------------------------
 
 
@@ -377,6 +401,17 @@ async def test_semantic_edges_within_one_batch(tmp_path: Path) -> None:
             ("p", "t", 1.0), ("q", "t", 1.0),
             ("p", "u", 0.5), ("q", "u", 0.5), ("t", "u", 0.5),
         }  # fmt: skip
+
+
+async def test_one_neighbour_is_the_nearest_of_the_stored_and_the_batch(tmp_path: Path) -> None:
+    embedder = ScriptedEmbedder({"a": axis(0), "b": (1, 1, 0, 0), "c": axis(0)})
+    async with open_memory(
+        tmp_path, embedder, semantic_neighbours=1, semantic_threshold=0.5
+    ) as memory:
+        await memory.remember(new("a", 0))
+        await memory.remember_many([new("b", 1), new("c", 2)])
+        # c: a (stored, 1.0) beats b (same batch, 0.7071).
+        assert await edges(memory, "semantic") == {("a", "b", 0.7071), ("a", "c", 1.0)}
 
 
 async def test_no_semantic_edges_when_none_are_wanted(tmp_path: Path) -> None:
@@ -464,12 +499,44 @@ async def test_authors_and_sources_are_references_too(tmp_path: Path) -> None:
         await memory.remember(new("three", 2, source_uris=["note:17"]))
         await memory.remember(new("four", 3, source_uris=["see https://q.example/x"]))
         await memory.remember(new("five https://q.example/x", 4))
+        await memory.remember(new("six @ann.test", 5, source_uris=["note:17"]))
         assert await edges(memory, "reference") == {
             ("one", "two", 1.0), ("one", "three", 1.0), ("four", "five https://q.example/x", 1.0),
+            ("one", "six @ann.test", 1.0), ("three", "six @ann.test", 1.0),
         }  # fmt: skip
         assert await memory.store.ref_counts(
-            ["did:plc:ann", "note:17", "https://q.example/x", "see https://q.example/x"]
-        ) == {"did:plc:ann": 2, "note:17": 2, "https://q.example/x": 2}
+            ["did:plc:ann", "note:17", "https://q.example/x", "see https://q.example/x", "ann.test"]
+        ) == {"did:plc:ann": 2, "note:17": 3, "https://q.example/x": 2, "ann.test": 1}
+
+
+async def test_a_batch_tops_its_own_links_up_with_the_newest_stored_rows(tmp_path: Path) -> None:
+    async with open_memory(
+        tmp_path, ScriptedEmbedder(), semantic_neighbours=0, reference_links=2
+    ) as memory:
+        for i in range(3):
+            await memory.remember(new(f"z{i} https://z.example", i))
+        await memory.remember_many([new(f"c{i} https://z.example", 3 + i) for i in range(2)])
+        assert await edges(memory, "reference") == {
+            (f"{a} https://z.example", f"{b} https://z.example", 1.0)
+            for a, b in [("z0", "z1"), ("z0", "z2"), ("z1", "z2"),
+                         ("z2", "c0"), ("z1", "c0"), ("z2", "c1"), ("c0", "c1")]
+        }  # fmt: skip
+
+
+async def test_a_too_common_reference_skips_only_itself(tmp_path: Path) -> None:
+    async with open_memory(
+        tmp_path, ScriptedEmbedder(), semantic_neighbours=0, reference_links=1,
+        reference_max_rows=2,
+    ) as memory:  # fmt: skip
+        await memory.remember_many(
+            [new("s1 https://common.example", 0), new("s2 https://common.example", 1)]
+        )
+        await memory.remember(new("s3 @ann.test", 2))
+        await memory.remember(new("r https://common.example and @ann.test", 3))
+        assert await edges(memory, "reference") == {
+            ("s1 https://common.example", "s2 https://common.example", 1.0),
+            ("s3 @ann.test", "r https://common.example and @ann.test", 1.0),
+        }
 
 
 async def test_no_reference_edges_when_none_are_wanted(tmp_path: Path) -> None:

@@ -180,11 +180,11 @@ async def test_search_filters(memory: Memory) -> None:
     )
     await memory.store.set_status([old.row_id], "superseded", at=t0 + timedelta(days=31))
 
-    async def ids(**kw: object) -> set[str]:
+    async def ids(**kw: Any) -> set[str]:
         return {
             f.row.row_id
             for f in await memory.search("drinks she likes", namespace=ALICE, limit=10, **kw)
-        }  # type: ignore[arg-type]
+        }
 
     assert await ids() == {new.row_id, note.row_id}
     assert await ids(status=None) == {old.row_id, new.row_id, note.row_id}

@@ -8,8 +8,10 @@ from __future__ import annotations
 import errno
 import os
 import pwd
+import shutil
 import stat
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,19 +31,17 @@ ACL = "system.posix_acl_access"
 
 
 @pytest.fixture
-def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """`top/` (0755, as a home folder) holding `top/private/` (0700) and, below it, the
-    folders of a data folder. The test process is root: pytest's own temporary root is
-    private, so `top` must be made passable for the others' view to be the one tested."""
+def tree() -> Iterator[Path]:
+    """`top/` (0755, as a home folder) in /tmp: what keeps another user out must be the
+    code's doing, not a closed folder above it. (Not under pytest's `tmp_path`: its root
+    is private to root, and other pytest sessions close it again whenever they start.)"""
     require_root()
-    base = tmp_path_factory.mktemp("access")
-    for folder in (base, *base.parents):
-        # pytest's base folder is 0700: let others search it (as /tmp lets them).
-        if folder.stat().st_mode & stat.S_IXOTH == 0:
-            folder.chmod(stat.S_IMODE(folder.stat().st_mode) | stat.S_IXOTH)
+    base = Path(tempfile.mkdtemp(prefix="phi-access-test-"))
+    base.chmod(0o755)
     top = base / "top"
     top.mkdir(mode=0o755)
     yield top
+    shutil.rmtree(base)
 
 
 def _pgserver() -> ServerUser:
@@ -60,12 +60,9 @@ def _as(user: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
 
 
 def _acl(folder: Path) -> dict[tuple[int, int], int]:
-    try:
-        raw = os.getxattr(folder, ACL)
-    except OSError as exc:
-        assert exc.errno == errno.ENODATA
+    if ACL not in os.listxattr(folder):
         return {}
-    return access._parse_acl(raw)
+    return access._parse_acl(os.getxattr(folder, ACL))
 
 
 def test_the_server_runs_as_pgserver_under_root_else_as_the_invoking_user(

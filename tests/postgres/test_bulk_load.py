@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 import anyio
 import anyio.streams.text
 import numpy as np
+import numpy.typing as npt
 import psycopg
 import pytest
 
@@ -60,9 +61,10 @@ class TestBulkLoadConformance(StoreConformance):
         await store.close()
 
 
-def random_vectors(n: int) -> np.ndarray:
+def random_vectors(n: int) -> npt.NDArray[np.float32]:
     v = np.random.default_rng(3).standard_normal((n, 4)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
+    normed: npt.NDArray[np.float32] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    return normed
 
 
 async def test_the_index_is_built_once_after_the_load(store: PostgresStore, pg_url: str) -> None:

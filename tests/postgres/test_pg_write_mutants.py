@@ -28,7 +28,9 @@ def _in_time_zone(url: str, zone: str) -> str:
 async def test_an_edge_to_a_missing_row_names_that_row(pg_store: PostgresStore) -> None:
     row = make_row("here")
     with pytest.raises(RowNotFound) as raised:
-        await pg_store.write([w(row, vec(1, 0, 0, 0))], [Edge(src=row.row_id, dst="gone", edge_type="causal")])
+        await pg_store.write(
+            [w(row, vec(1, 0, 0, 0))], [Edge(src=row.row_id, dst="gone", edge_type="causal")]
+        )
     assert (raised.value.row_id, str(raised.value)) == ("gone", "no memory row with id 'gone'")
     await pg_store.write([w(row, vec(1, 0, 0, 0))], [])
     with pytest.raises(RowNotFound) as raised:

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import numpy as np
 import psycopg
@@ -54,16 +55,22 @@ async def test_unreachable_server_is_a_store_error() -> None:
         await store.connect()
 
 
-async def test_a_search_path_naming_a_missing_schema_is_refused_and_creates_nothing() -> None:
-    # Without the check, PostgreSQL falls through to the next schema on the path (public)
-    # and the store's tables and rows land there, silently.
+async def test_a_search_path_naming_a_missing_schema_is_refused_and_creates_nothing(
+    pg_url: str,
+) -> None:
+    # Without the check, PostgreSQL falls through to the next schema on the path and the
+    # store's tables and rows land there, silently. The next schema here is a fresh one of
+    # this test's (not public, shared by every test): a broken check fills only that.
     missing = f"t_missing_{uuid.uuid4().hex[:12]}"
-    store = PostgresStore(in_schema(server_url(), missing))
+    fallback = dict(parse_qsl(urlsplit(pg_url).query))["options"].split("=")[1].split(",")[0]
+    url = in_schema(server_url(), f"{missing},{fallback}")
     with pytest.raises(StoreError, match=rf"schema {missing!r}, .*does not exist.*CREATE SCHEMA"):
-        await store.connect()
+        await PostgresStore(url).connect()
     async with await psycopg.AsyncConnection.connect(server_url(), autocommit=True) as conn:
-        cur = await conn.execute("SELECT to_regclass('public.phi_migrations') IS NULL")
-        assert (await cur.fetchone() or (False,))[0]
+        cur = await conn.execute(
+            "SELECT count(*) FROM pg_class WHERE relnamespace = %s::regnamespace", (fallback,)
+        )
+        assert await cur.fetchone() == (0,)
 
 
 async def test_bm25_matches_the_sqlite_store(pg_url: str, tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from phi.postgres._auth import HBA
 from phi.postgres._package import PostgresServer, pgexec
 from phi.postgres._process import INSTALL, running, shared_buffers_mb, start
 from tests.postgres.schemas import server_url
+from tests.postgres.servers import stop_every_server_under
 from tests.security.nobody import as_nobody, psql_as_nobody
 
 
@@ -48,6 +49,7 @@ def data_home() -> Iterator[Path]:
     home = Path(tempfile.mkdtemp(prefix="phi-pg-test-"))
     home.chmod(0o755)
     yield home
+    stop_every_server_under(home)
     shutil.rmtree(home)
 
 

@@ -3,6 +3,7 @@ bounded, shown by `phi runs`, and traced through pydantic-ai's instrumentation."
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from pathlib import Path
@@ -103,7 +104,7 @@ async def test_retention_keeps_the_newest_runs_and_their_prompts_only(tmp_path: 
     journal = RunJournal(path=tmp_path / "runs.db", keep=3)
     for n in range(5):
         agent = Agent(FunctionModel(_script), system_prompt=f"prompt {n}")
-        await journal.run("musing" if n % 2 else "review", lambda a=agent: _output(a))
+        await journal.run("musing" if n % 2 else "review", functools.partial(_output, agent))
 
     kept = await journal.recent(limit=10)
     assert [r.system_prompt for r in kept] == ["prompt 4", "prompt 3", "prompt 2"]

@@ -49,7 +49,11 @@ def test_a_retry_policy_that_cannot_work_is_refused_in_one_line(
 ) -> None:
     policy = {"base_seconds": 30.0, "max_seconds": 1800.0, "attempts": 5} | refused
     with pytest.raises(InvalidInput) as error:
-        Backoff(**policy)  # type: ignore[arg-type]
+        Backoff(
+            base_seconds=policy["base_seconds"],
+            max_seconds=policy["max_seconds"],
+            attempts=int(policy["attempts"]),
+        )
     assert str(error.value) == (
         f"retry waits must be positive and attempts at least 1, got base "
         f"{policy['base_seconds']!r}, max {policy['max_seconds']!r}, "
@@ -77,7 +81,7 @@ def test_a_wait_too_long_for_the_clock_is_refused() -> None:
         "the longest retry wait must be at most a year (31536000 seconds), got 10000000000000.0"
     )
     with pytest.raises(InvalidInput, match="at most a year"):
-        Backoff.from_settings(Settings(_env_file=None, retry_max_seconds=1e20))  # type: ignore[call-arg]
+        Backoff.from_settings(Settings(_env_file=None, retry_max_seconds=1e20))
 
 
 def test_waits_keep_doubling_up_to_the_longest_however_small_the_first() -> None:
@@ -89,7 +93,7 @@ def test_waits_keep_doubling_up_to_the_longest_however_small_the_first() -> None
 
 def test_the_policy_comes_from_settings() -> None:
     settings = Settings(
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None,
         retry_base_seconds=7,
         retry_max_seconds=99,
         retry_attempts=4,

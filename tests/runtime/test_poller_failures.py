@@ -264,7 +264,7 @@ def settings(phi_home: Path, chat: ChatDouble, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("OPENAI_BASE_URL", chat.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-double")
     return Settings(
-        _env_file=None,  # type: ignore[call-arg]
+        _env_file=None,
         home=phi_home,
         model="openai-chat:double",
         memory_model="test",  # memory's passes stay off the endpoint the test scripts

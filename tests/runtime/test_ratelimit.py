@@ -96,7 +96,7 @@ def test_filter_from_settings() -> None:
     settings = Settings(_env_file=None, allow_handles=[], deny_handles=["@Spam.test"])
     assert AuthorFilter.from_settings(settings) == AuthorFilter(deny=frozenset({"spam.test"}))
     allowing = Settings(_env_file=None, allow_handles="alice.test, did:plc:bob")
-    assert AuthorFilter.from_settings(allowing).allow == {"alice.test", "did:plc:bob"}
+    assert AuthorFilter.from_settings(allowing).allow == frozenset({"alice.test", "did:plc:bob"})
 
 
 def test_screen_drops_own_listed_and_over_limit_with_reasons() -> None:

@@ -58,7 +58,7 @@ def test_quiet_authors_are_swept_once_a_window() -> None:
 
 
 def test_the_screen_from_settings_drops_phis_own() -> None:
-    admission = Admission.from_settings(Settings(_env_file=None), self_did=PHI)  # type: ignore[call-arg]
+    admission = Admission.from_settings(Settings(_env_file=None), self_did=PHI)
     own = notification(PHI, "phi.test", 1)
     other = notification("did:plc:a", "a.test", 2)
     admitted, dropped = admission.screen([own, other], T0)

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import cast
 
 import httpx
 import pytest
@@ -318,7 +319,7 @@ async def test_check_services_over_real_http(local_server: str) -> None:
     urls.append(f"{local_server}/slow")
     async with httpx.AsyncClient(timeout=0.5) as client:
         statuses = await check_services(urls, client)
-    latency = IsFloat(ge=0)
+    latency = cast(float, IsFloat(ge=0))
     assert statuses == [
         ServiceStatus(url=urls[0], ok=True, status_code=200, error=None, latency_ms=latency),
         ServiceStatus(url=urls[1], ok=False, status_code=503, error=None, latency_ms=latency),
@@ -327,15 +328,15 @@ async def test_check_services_over_real_http(local_server: str) -> None:
             url=refused,
             ok=False,
             status_code=None,
-            error=IsStr(regex=r"ConnectError: .+"),
+            error=cast(str, IsStr(regex=r"ConnectError: .+")),
             latency_ms=latency,
         ),
         ServiceStatus(
             url=urls[4],
             ok=False,
             status_code=None,
-            error=IsStr(regex=r"ReadTimeout.*"),
-            latency_ms=IsFloat(ge=400),
+            error=cast(str, IsStr(regex=r"ReadTimeout.*")),
+            latency_ms=cast(float, IsFloat(ge=400)),
         ),
     ]
     assert transitions({url: True for url in urls}, statuses) == [

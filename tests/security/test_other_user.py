@@ -25,9 +25,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from phi.postgres import server_down
 from phi.runtime.control import control_token
 from phi.runtime.journal import RunJournal, RunRecord
+from tests.postgres.servers import stop_for_good
 from tests.security.nobody import SYSTEM_PYTHON, as_nobody, psql_as_nobody, require_root
 
 PHI = str(Path(sys.executable).parent / "phi")
@@ -67,7 +67,7 @@ def home() -> Iterator[Path]:
     parent = Path(tempfile.mkdtemp(prefix="phi-other-user-"))
     parent.chmod(0o755)
     yield parent / ".phi"
-    server_down(parent / ".phi" / "postgres")
+    stop_for_good(parent / ".phi" / "postgres")
     shutil.rmtree(parent)
 
 

@@ -199,7 +199,7 @@ def test_phi_run_logging_redacts_what_it_writes(capsys: pytest.CaptureFixture[st
     kept, level = root.handlers[:], root.level
     try:
         for fmt in ("text", "json"):
-            configure_logging(fmt, "info")  # type: ignore[arg-type]
+            configure_logging(fmt, "info")
             logging.getLogger("phi.runtime").info("notifications run: replied with %s", GITHUB)
     finally:
         root.handlers[:] = kept
@@ -247,7 +247,8 @@ def test_a_gate_never_hides_what_its_detector_finds(
 def test_every_detect_secrets_plugin_is_taken_or_left_out_on_purpose() -> None:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-    installed = {cls.__name__ for cls in get_mapping_from_secret_type_to_class().values()}
+    mapping: dict[str, type] = get_mapping_from_secret_type_to_class()
+    installed = {cls.__name__ for cls in mapping.values()}
     taken = {
         name
         for name in installed
@@ -259,7 +260,8 @@ def test_every_detect_secrets_plugin_is_taken_or_left_out_on_purpose() -> None:
 def _plugin(name: str) -> type:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-    return next(c for c in get_mapping_from_secret_type_to_class().values() if c.__name__ == name)
+    mapping: dict[str, type] = get_mapping_from_secret_type_to_class()
+    return next(c for c in mapping.values() if c.__name__ == name)
 
 
 def test_each_gate_is_distinct_and_ordinary_text_opens_none() -> None:

@@ -124,14 +124,14 @@ async def test_a_health_url_names_its_service_without_credentials(
         )
 
     journal = RunJournal(path=tmp_path / "runs.db")
-    await journal.run("service_check", lambda: run(agent, d))  # type: ignore[arg-type]
+    await journal.run("service_check", lambda: run(agent, d))
     (record,) = await journal.recent()
     assert f"- {name} (http://{name}/health?token=[REDACTED:token]): " in record.system_prompt
     assert record.tool_calls[0].result.startswith(f"{name}: down (503)")
 
     web = create_app(lambda: Memory.open(tmp_path / "m.db", embedder=minilm), journal=journal)
-    with TestClient(web, base_url=LOCAL) as http:
-        api = http.get("/api/runs").text + http.get(f"/api/runs/{record.run_id}").text
+    with TestClient(web, base_url=LOCAL) as browser:
+        api = browser.get("/api/runs").text + browser.get(f"/api/runs/{record.run_id}").text
     kept = json.dumps(record.to_json())
     assert [c for c in CREDENTIALS if c in kept + api] == []
 

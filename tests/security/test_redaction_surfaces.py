@@ -151,7 +151,8 @@ async def call(client: Client, tool: str, /, **arguments: Any) -> dict[str, Any]
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content
     assert result.structured_content is not None
-    return result.structured_content
+    content: dict[str, Any] = result.structured_content
+    return content
 
 
 @pytest.mark.anyio
@@ -204,7 +205,7 @@ def test_the_http_api_stores_no_secret(tmp_path: Path, minilm: MiniLMEmbedder) -
 def test_importing_an_old_export_stores_no_secret(tmp_path: Path) -> None:
     """`phi memory import` writes rows past the ingest path; an export of a store kept
     before redaction holds secrets, and importing it must not bring them back."""
-    base = {
+    base: dict[str, Any] = {
         "namespace": "agent-notes",
         "kind": "note",
         "status": "active",

@@ -36,6 +36,7 @@ Message = MutableMapping[str, Any]
         ("::", False),
         ("phi.example", False),
         ("localhost.example", False),
+        ("X127.0.0.1X", False),  # only brackets are taken off, nothing else
         ("", False),
     ],
 )

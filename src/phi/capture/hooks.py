@@ -202,10 +202,11 @@ async def apply_event(
         )
         return HookOutcome(event=name, rows=done.rows, caused_by=done.caused_by)
     if name in ("PostToolUse", "PostToolUseFailure") and event.tool_name:
-        # The decision with the same tool_use_id: parallel tool calls interleave.
+        # The decision with the same tool_use_id: parallel tool calls interleave. Without
+        # one (or with one no decision has), `capture` links the session's latest decision.
         cause = await latest_in_session(
             memory, namespace=namespace, session=session, tool_use_id=event.tool_use_id
-        ) or await latest_in_session(memory, namespace=namespace, session=session)
+        )
         path = (event.tool_input or {}).get("file_path")
         failed = _failed(event)
         body = _as_text(event.error) if event.error else _as_text(event.tool_response)

@@ -79,7 +79,7 @@ def _indented(text: str, prefix: str = "   ") -> str:
 
 def _field(value: object) -> str:
     """One field of a row as a person reads it: no Python reprs (`None`, `['a']`)."""
-    if value is None or value == []:
+    if value is None or value == [] or value == {}:
         return "none"
     if isinstance(value, list):
         return ", ".join(str(item) for item in value)

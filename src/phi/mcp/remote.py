@@ -102,7 +102,7 @@ async def _refuse(send: Send, status: int, message: str) -> None:
 
 def _bearer(scope: Scope) -> bytes | None:
     """The bearer token's bytes as sent (a header is bytes; no decoding can mangle them)."""
-    for name, value in scope.get("headers", ()):
+    for name, value in scope["headers"]:
         if name.lower() == b"authorization":
             kind, _, token = bytes(value).partition(b" ")
             return token.strip() if kind.lower() == b"bearer" else None

@@ -8,9 +8,11 @@ itself opens each of those folders to everyone (`chmod o+rx` up to `/`); here th
 `nobody` still cannot enter PHI_HOME. Where a file system has no ACLs, search (`o+x`, never
 `o+r`) is given instead: nothing in a folder can then be listed, and phi's files are 0600.
 
-`chmod 700` on such a folder (phi's own `private_dir` does it) masks the entry again: the
-running server does not notice (it works relative to its data folder), and every command
-that runs a PostgreSQL program as the server's user grants passage again first.
+`chmod 700` on such a folder masks the entry again, and the running server notices: its
+next checkpoint opens `global/pg_control` by its whole path and fails (PANIC). So phi's own
+`private_dir`, which closes PHI_HOME on every command, keeps the mask's search bit of a
+folder with an ACL (0710); and every command that runs a PostgreSQL program as the server's
+user grants passage again first, after a `chmod 700` by hand.
 """
 
 from __future__ import annotations

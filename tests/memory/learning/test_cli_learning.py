@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from phi.cli import app, memory_learning
 
-assert memory_learning.memory_app  # registered on `phi memory`
+assert memory_learning.__name__  # imported: it registers its commands on `phi memory`
 
 ALICE = "phi-users-did:plc:alice"
 

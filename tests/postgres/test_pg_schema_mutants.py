@@ -1,0 +1,131 @@
+"""Migrations of the PostgreSQL store (`_pg_schema`): what they report, two processes
+migrating one fresh store at once, and the memory an HNSW build is given."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import anyio
+import anyio.abc
+import anyio.streams.text
+import numpy as np
+import psycopg
+import pytest
+
+from phi.memory.store import PostgresStore, _pg_schema
+from phi.memory.store._pg_schema import (
+    BUILD_MEMORY_MAX,
+    apply_migrations,
+    build_memory,
+    create_vector_index,
+)
+from tests.memory.conformance import CONFORMANCE_SPEC, make_row, w
+
+pytestmark = pytest.mark.anyio
+
+MIGRATOR = textwrap.dedent(
+    """
+    import json, sys, anyio, psycopg
+    from phi.memory.store._pg_schema import apply_migrations
+
+    async def main():
+        async with await psycopg.AsyncConnection.connect(sys.argv[1], autocommit=True) as conn:
+            print("ready", flush=True)
+            sys.stdin.readline()
+            print(json.dumps(await apply_migrations(conn)), flush=True)
+
+    anyio.run(main)
+    """
+)
+
+
+async def _line(stream: anyio.streams.text.TextReceiveStream) -> str:
+    text = ""
+    with anyio.fail_after(60):
+        while "\n" not in text:
+            text += await stream.receive()
+    return text.strip()
+
+
+async def test_two_processes_migrating_one_fresh_store_apply_each_migration_once(
+    pg_url: str,
+) -> None:
+    """Each process reports what it applied: between them, every migration exactly once
+    (a third finds nothing left); neither fails on the other's tables."""
+    names = [name for name, _ in _pg_schema._MIGRATIONS]
+    assert names[:3] == ["m001_initial", "m002_learning", "m003_embed_queue"]
+    procs: list[anyio.abc.Process] = []
+    try:
+        for _ in range(2):
+            procs.append(await anyio.open_process([sys.executable, "-c", MIGRATOR, pg_url]))
+        outs = []
+        for proc in procs:
+            assert proc.stdout is not None
+            outs.append(anyio.streams.text.TextReceiveStream(proc.stdout))
+        assert [await _line(out) for out in outs] == ["ready", "ready"]
+        for proc in procs:
+            assert proc.stdin is not None
+            await proc.stdin.send(b"go\n")
+        applied = [json.loads(await _line(out)) for out in outs]
+        with anyio.fail_after(30):
+            assert [await proc.wait() for proc in procs] == [0, 0]
+    finally:
+        for proc in procs:
+            if proc.returncode is None:
+                proc.kill()
+            await proc.aclose()
+    assert sorted(applied[0] + applied[1]) == sorted(names)
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        assert await apply_migrations(conn) == []
+        cur = await conn.execute("SELECT name FROM phi_migrations ORDER BY name")
+        assert [name for (name,) in await cur.fetchall()] == sorted(names)
+
+
+async def test_migrating_a_fresh_store_reports_each_migration_in_order(pg_url: str) -> None:
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        assert await apply_migrations(conn) == [name for name, _ in _pg_schema._MIGRATIONS]
+        assert await apply_migrations(conn) == []
+
+
+def test_an_hnsw_build_asks_for_what_its_graph_needs_up_to_a_cap() -> None:
+    # 4 bytes a dimension plus ~720 of graph, and a quarter more.
+    assert build_memory(1000, 384) == 2_820_000
+    assert build_memory(7447, 4) == int(7447 * 736 * 1.25)
+    assert build_memory(0, 384) == 0
+    assert build_memory(10_000_000, 384) == BUILD_MEMORY_MAX == 4 << 30
+
+
+async def test_the_index_build_raises_maintenance_work_mem_for_its_transaction_only(
+    pg_url: str,
+) -> None:
+    store = PostgresStore(pg_url)
+    await store.connect()
+    try:
+        await store.bind_embedding(CONFORMANCE_SPEC)
+        rows = [make_row(f"row {i}") for i in range(2000)]
+        rng = np.random.default_rng(5)
+        vectors = rng.standard_normal((2000, 4)).astype("float32")
+        await store.write([w(r, v) for r, v in zip(rows, vectors, strict=True)], [])
+    finally:
+        await store.close()
+    wanted = build_memory(2000, 4)
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute("SET maintenance_work_mem = '1MB'")
+        async with conn.transaction():
+            await conn.execute("DROP INDEX row_vectors_hnsw")
+            await create_vector_index(conn)
+            cur = await conn.execute("SHOW maintenance_work_mem")
+            assert await cur.fetchone() == (f"{wanted // 1024}kB",)
+        cur = await conn.execute("SHOW maintenance_work_mem")
+        assert await cur.fetchone() == ("1MB",)
+        cur = await conn.execute("SELECT to_regclass('row_vectors_hnsw') IS NOT NULL")
+        assert await cur.fetchone() == (True,)
+        # Enough memory already: the setting is left as it is.
+        await conn.execute("SET maintenance_work_mem = '64MB'")
+        async with conn.transaction():
+            await conn.execute("DROP INDEX row_vectors_hnsw")
+            await create_vector_index(conn)
+            cur = await conn.execute("SHOW maintenance_work_mem")
+            assert await cur.fetchone() == ("64MB",)
