@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         if tallies:
             print_table(tallies, threshold=1.0 if args.changed else args.threshold)
         else:
-            print("no critical line changed since the merge base: nothing to mutate")
+            print("no critical line changed since the base: nothing to mutate")
         print(f"wall time {elapsed:.0f}s")
     return 1 if failed else 0
 
