@@ -92,6 +92,13 @@ async def test_files_it_cannot_use_are_refused_in_one_line_naming_them(tmp_path:
         f"cannot create the store {str(inside_a_file)!r}: {str(tmp_path / 'a-file')!r}"
         " is not a folder"
     )
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    with pytest.raises(StoreError) as raised:
+        await SQLiteStore(folder).connect()
+    assert str(raised.value) == (
+        f"the store {str(folder)!r} failed: CantOpenError: unable to open database file"
+    )
     notes = tmp_path / "notes.txt"
     notes.write_bytes(b"these are my notes, not a database" * 100)
     with pytest.raises(StoreError) as raised:
