@@ -7,6 +7,7 @@ it up unaided. If it cannot start, the fixture errors: these tests never skip.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -24,6 +25,26 @@ if os.environ.get("MUTANT_UNDER_TEST") and Path.cwd().name == "mutants":
     # tests start as a subprocess must import the mutated copy too, so that a mutant is
     # killed by what a user of the command would see.
     os.environ["PYTHONPATH"] = str(Path.cwd() / "src")
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """Each test gets the logging it found: `phi run`'s `configure_logging` replaces the root
+    handlers and levels, and a test that calls it would otherwise blind later tests that read
+    log records (caplog) or the redaction filter's output."""
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level, [f for f in root.filters])
+    loggers = {
+        name: (lg.level, lg.propagate, lg.handlers[:], lg.disabled, lg.filters[:])
+        for name, lg in logging.Logger.manager.loggerDict.items()
+        if isinstance(lg, logging.Logger)
+    }
+    yield
+    root.handlers[:], root.level, root.filters[:] = saved[0], saved[1], saved[2]
+    for name, (level, propagate, handlers, disabled, filters) in loggers.items():
+        lg = logging.getLogger(name)
+        lg.level, lg.propagate, lg.disabled = level, propagate, disabled
+        lg.handlers[:], lg.filters[:] = handlers, filters
 
 
 @pytest.fixture(autouse=True)

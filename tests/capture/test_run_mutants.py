@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,21 @@ def started(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[subprocess.Popen[b
             process.wait()
 
 
+@contextmanager
+def host_stdin() -> Iterator[None]:
+    """This process's standard input a pipe from the host, as a hook's is."""
+    saved = os.dup(0)
+    read, write = os.pipe()
+    os.dup2(read, 0)
+    os.close(read)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(write)
+
+
 def drainers(spool_dir: Path) -> list[int]:
     """The pids of processes draining `spool_dir`."""
     found = []
@@ -110,7 +126,8 @@ def test_an_event_is_queued_and_a_detached_drainer_stores_it(
     secret = "AKIAIOSFODNN7EXAMPLE"
     with spool.draining(wait_s=0) as mine:  # the drainer waits for this lock: look at it
         assert mine
-        assert hook(prompt(f"deploy with key {secret}"), options) == (0, "", "")
+        with host_stdin():
+            assert hook(prompt(f"deploy with key {secret}"), options) == (0, "", "")
         (line,) = spool.path.read_text().splitlines()
         queued = json.loads(line)
         assert queued["namespace"] == "dev"
@@ -209,6 +226,20 @@ def test_a_session_start_preloads_even_while_another_drainer_has_the_queue(
     assert "user: stored before" in text
     assert "still queued" not in text
     assert (err.getvalue(), spool.pending()) == ("", 1)
+
+
+def test_what_a_drain_sets_aside_is_said_on_the_hooks_stderr(tmp_path: Path) -> None:
+    options = HookOptions(spool_dir=tmp_path / "capture", db=str(tmp_path / "m.db"), wait=True)
+    options.spool_dir.mkdir()
+    torn = b'{"namespace": "dev", "payload": "{\\"hook_'  # a crash mid-append
+    (options.spool_dir / "spool.jsonl").write_bytes(torn)
+    code, out, err = hook(prompt("after the torn line"), replace(options, namespace="dev"))
+    assert (code, out) == (0, "")
+    assert err.startswith(
+        f"phi capture: set aside an unreadable spool line ({len(torn)} bytes; 1 kept in"
+    )
+    assert len(err.splitlines()) == 1
+    assert contents(tmp_path / "m.db") == ["user: after the torn line"]
 
 
 def test_a_store_that_cannot_be_opened_keeps_the_event_queued(tmp_path: Path) -> None:

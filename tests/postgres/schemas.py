@@ -12,7 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -46,6 +46,14 @@ def in_schema(url: str, schema: str) -> str:
     """`url` with `schema` first on the search path (pgvector stays reachable in public)."""
     option = quote(f"-c search_path={schema},public")
     return f"{url}{'&' if '?' in url else '?'}options={option}"
+
+
+def in_time_zone(url: str, zone: str) -> str:
+    """`url` whose sessions run in time zone `zone` (added to libpq's `options`)."""
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    query["options"] = f"{query.get('options', '')} -c TimeZone={zone}".strip()
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
 
 
 @asynccontextmanager

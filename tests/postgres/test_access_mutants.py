@@ -30,6 +30,37 @@ from tests.security.nobody import as_nobody, require_root
 ACL = "system.posix_acl_access"
 
 
+@pytest.fixture(autouse=True)
+def nothing_outside_the_tests_folders(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Folders above the data folder that others may already pass are left alone: a
+    change to any folder outside this test's own (`/`, `/tmp`, a home) is refused and
+    fails the test, so a broken `grant_passage` cannot reach the machine's folders."""
+    allowed = (tmp_path_factory.getbasetemp().resolve(), Path(tempfile.gettempdir()).resolve())
+    touched: list[str] = []
+
+    def guard(name: str) -> object:
+        real = getattr(os, name)
+
+        def guarded(path: object, *args: object, **kwargs: object) -> object:
+            if not isinstance(path, int):
+                where = Path(str(path)).resolve()
+                if not any(where.is_relative_to(a) and where != a for a in allowed) or (
+                    where.parent == allowed[1] and not where.name.startswith("phi-access-test-")
+                ):
+                    touched.append(f"{name} {where}")
+                    raise OSError(errno.EPERM, f"test guard: {name} outside the test", str(where))
+            return real(path, *args, **kwargs)
+
+        return guarded
+
+    for name in ("chmod", "chown", "setxattr"):
+        monkeypatch.setattr(os, name, guard(name))
+    yield
+    assert touched == []
+
+
 @pytest.fixture
 def tree() -> Iterator[Path]:
     """`top/` (0755, as a home folder) in /tmp: what keeps another user out must be the

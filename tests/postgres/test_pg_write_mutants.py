@@ -5,7 +5,6 @@ edge is stamped with on a server in another time zone."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import pytest
 
@@ -13,16 +12,9 @@ from phi.errors import RowNotFound
 from phi.memory.model import Edge
 from phi.memory.store import PostgresStore, RowFilter
 from tests.memory.conformance import CONFORMANCE_SPEC, make_row, vec, w
+from tests.postgres.schemas import in_time_zone
 
 pytestmark = pytest.mark.anyio
-
-
-def _in_time_zone(url: str, zone: str) -> str:
-    """`url` whose sessions run in `zone` (libpq's `options`, kept with what it held)."""
-    parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query))
-    query["options"] = f"{query.get('options', '')} -c TimeZone={zone}".strip()
-    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
 
 
 async def test_an_edge_to_a_missing_row_names_that_row(pg_store: PostgresStore) -> None:
@@ -61,7 +53,7 @@ async def test_a_thread_that_is_not_text_is_no_thread(pg_store: PostgresStore) -
 async def test_an_edge_without_a_time_is_stamped_now_in_any_server_time_zone(
     pg_url: str,
 ) -> None:
-    store = PostgresStore(_in_time_zone(pg_url, "Pacific/Kiritimati"))  # UTC+14
+    store = PostgresStore(in_time_zone(pg_url, "Pacific/Kiritimati"))  # UTC+14
     await store.connect()
     try:
         await store.bind_embedding(CONFORMANCE_SPEC)
