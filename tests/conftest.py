@@ -34,6 +34,7 @@ def _logging_restored() -> Iterator[None]:
     log records (caplog) or the redaction filter's output."""
     root = logging.getLogger()
     saved = (root.handlers[:], root.level, [f for f in root.filters])
+    disabled_below = logging.root.manager.disable
     loggers = {
         name: (lg.level, lg.propagate, lg.handlers[:], lg.disabled, lg.filters[:])
         for name, lg in logging.Logger.manager.loggerDict.items()
@@ -41,6 +42,7 @@ def _logging_restored() -> Iterator[None]:
     }
     yield
     root.handlers[:], root.level, root.filters[:] = saved[0], saved[1], saved[2]
+    logging.disable(disabled_below)
     for name, (level, propagate, handlers, disabled, filters) in loggers.items():
         lg = logging.getLogger(name)
         lg.level, lg.propagate, lg.disabled = level, propagate, disabled

@@ -57,7 +57,7 @@ def contents(db: Path, namespace: str = "dev") -> list[str]:
 
 @pytest.fixture(autouse=True)
 def started(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """The processes a hook starts, each waited for (killed after a minute) when the test
+    """The processes a hook starts, each waited for (killed after 20 s) when the test
     ends: the drainer the hook lets go of is this process's child, and one left running or
     unreaped would be reaped by whoever waits for any child next (mutmut's runner does)."""
     started: list[subprocess.Popen[bytes]] = []
@@ -71,7 +71,7 @@ def started(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[subprocess.Popen[b
     yield started
     for process in started:
         try:
-            process.wait(timeout=60)
+            process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
@@ -105,18 +105,19 @@ def drainers(spool_dir: Path) -> list[int]:
     return found
 
 
-def wait_until_stored(spool: Spool) -> None:
-    deadline = time.monotonic() + 90
+def wait_until_stored(spool: Spool, drainer: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 120
     while spool.pending():
         log = (spool.directory / "drain.log").read_text()
         assert not log, log
+        assert drainer.poll() is None or not spool.pending(), "the drainer ended, storing nothing"
         assert time.monotonic() < deadline, "the detached drainer stored nothing"
         time.sleep(0.1)
 
 
 @pytest.mark.parametrize("own_db", [True, False], ids=["--db", "default-db"])
 def test_an_event_is_queued_and_a_detached_drainer_stores_it(
-    tmp_path: Path, phi_home: Path, own_db: bool
+    tmp_path: Path, phi_home: Path, own_db: bool, started: list[subprocess.Popen[bytes]]
 ) -> None:
     db = tmp_path / "memory.db" if own_db else phi_home / "memory.db"
     options = HookOptions(
@@ -135,7 +136,7 @@ def test_an_event_is_queued_and_a_detached_drainer_stores_it(
         assert (
             json.loads(queued["payload"])["prompt"] == "deploy with key [REDACTED:aws-access-key]"
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 10  # it is there from its exec on
         while not (pids := drainers(options.spool_dir)):
             assert time.monotonic() < deadline, "no drainer was started"
             time.sleep(0.05)
@@ -148,7 +149,8 @@ def test_an_event_is_queued_and_a_detached_drainer_stores_it(
         assert os.getsid(pid) == pid != os.getsid(0)
         fds = {n: os.readlink(f"/proc/{pid}/fd/{n}") for n in (0, 1, 2)}
         assert fds == {0: "/dev/null", 1: "/dev/null", 2: str(spool.directory / "drain.log")}
-    wait_until_stored(spool)
+    (drainer,) = started
+    wait_until_stored(spool, drainer)
     assert stat.S_IMODE((spool.directory / "drain.log").stat().st_mode) == 0o600
     assert contents(db) == ["user: deploy with key [REDACTED:aws-access-key]"]
 

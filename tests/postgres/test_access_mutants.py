@@ -67,12 +67,19 @@ def tree() -> Iterator[Path]:
     code's doing, not a closed folder above it. (Not under pytest's `tmp_path`: its root
     is private to root, and other pytest sessions close it again whenever they start.)"""
     require_root()
+    closed = [str(f) for f in Path(tempfile.gettempdir()).resolve().parents if not _passable(f)]
+    if not _passable(Path(tempfile.gettempdir())) or closed:
+        pytest.fail(f"{tempfile.gettempdir()} or a folder above it is closed to other users")
     base = Path(tempfile.mkdtemp(prefix="phi-access-test-"))
     base.chmod(0o755)
     top = base / "top"
     top.mkdir(mode=0o755)
     yield top
     shutil.rmtree(base)
+
+
+def _passable(folder: Path) -> bool:
+    return bool(folder.stat().st_mode & stat.S_IXOTH)
 
 
 def _pgserver() -> ServerUser:

@@ -6,9 +6,11 @@ whose model is not bound yet, the presence a bulk load looks for."""
 from __future__ import annotations
 
 import socket
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import anyio
+import apsw
 import numpy as np
 import psycopg
 import pytest
@@ -17,7 +19,7 @@ from phi.errors import EmbedderMismatch, EmbedderMoved, StoreError
 from phi.memory.store import EmbeddingSpec, PostgresStore, RowFilter
 from phi.memory.store.base import HybridQuery
 from tests.memory.conformance import CONFORMANCE_SPEC, T0, make_row, vec, w
-from tests.postgres.schemas import in_time_zone
+from tests.postgres.schemas import fresh_schema, in_time_zone, server_url
 
 pytestmark = pytest.mark.anyio
 
@@ -113,8 +115,11 @@ async def test_a_store_not_connected_or_closed_says_so(pg_url: str) -> None:
     with pytest.raises(StoreError) as raised:
         await store.count(RowFilter())
     assert str(raised.value) == NOT_CONNECTED
+    sqlite_before = len(apsw.connections())
     await store.connect()
+    assert len(apsw.connections()) == sqlite_before + 1  # the text tokenizer's
     await store.close()
+    assert len(apsw.connections()) == sqlite_before  # closed with the store
     await store.close()  # a second close is harmless
     with pytest.raises(StoreError) as raised:
         await store.count(RowFilter())
@@ -247,3 +252,55 @@ async def test_superseding_without_a_time_stamps_now_in_any_server_time_zone(
         await store.close()
     assert back.status == "superseded"
     assert before - timedelta(seconds=1) <= back.updated_at <= after + timedelta(seconds=1)
+
+
+async def test_a_store_open_in_another_schema_does_not_hold_up_a_bulk_load(
+    pg_store: PostgresStore,
+) -> None:
+    """Presence is per store (per schema), not per database."""
+    async with fresh_schema() as url:
+        elsewhere = await _opened(url)
+        try:
+            async with pg_store.bulk_load() as deferred:
+                assert deferred is True
+        finally:
+            await elsewhere.close()
+
+
+async def _sessions(name: str) -> list[str]:
+    """The states of the server's sessions named `name` (`application_name`)."""
+    async with await psycopg.AsyncConnection.connect(server_url(), autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT state FROM pg_stat_activity WHERE application_name = %s", (name,)
+        )
+        return [str(state) for (state,) in await cur.fetchall()]
+
+
+async def _until_active(name: str, n: int) -> None:
+    for _ in range(400):
+        if (await _sessions(name)).count("active") >= n:
+            return
+        await anyio.sleep(0.05)
+
+
+async def test_an_idle_store_holds_one_connection_and_reads_run_side_by_side_on_four(
+    pg_url: str,
+) -> None:
+    name = f"phi-pool-{uuid.uuid4().hex[:8]}"
+    store = await _opened(f"{pg_url}&application_name={name}")
+    try:
+        await store.bind_embedding(CONFORMANCE_SPEC)
+        assert len(await _sessions(name)) == 1
+        async with await psycopg.AsyncConnection.connect(pg_url) as locker:
+            # Reads that cannot finish yet: each keeps its connection busy meanwhile.
+            await locker.execute("LOCK TABLE rows IN ACCESS EXCLUSIVE MODE")
+            async with anyio.create_task_group() as tg:
+                for _ in range(6):
+                    tg.start_soon(store.count, RowFilter())
+                with anyio.fail_after(20):
+                    await _until_active(name, 4)
+                await anyio.sleep(0.3)  # no fifth connection comes
+                assert (await _sessions(name)).count("active") == 4
+                await locker.rollback()
+    finally:
+        await store.close()
