@@ -151,6 +151,35 @@ class Scratch:
             k: v for k, v in os.environ.items() if k not in ("MUTANT_UNDER_TEST", "PYTHONPATH")
         }
 
+    def check_node_ids(self) -> None:
+        """Refuse tests whose node ids pytest cannot select again.
+
+        mutmut runs each mutant's tests by node id. A parametrized id pytest cannot find
+        from the command line (a `[` or a control character in it) makes the forked run
+        raise instead of testing; the child then hangs in onnxruntime's exit handlers until
+        mutmut's wall timeout, which it calls a kill. So a test named that way is an error.
+        """
+        ids = self._collect(list(self.module.tests))
+        again = set(self._collect(ids)) if ids else set()
+        lost = [i for i in ids if i not in again]
+        if lost:
+            raise SystemExit(
+                f"pytest cannot select these tests of {self.module.path} by node id (give"
+                f" their parameters plain ids): {lost[:5]}"
+            )
+
+    def _collect(self, selection: list[str]) -> list[str]:
+        python = str(ROOT / ".venv" / "bin" / "python")
+        done = subprocess.run(
+            [python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *selection],
+            cwd=self.into,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return [line for line in done.stdout.splitlines() if "::" in line]
+
     def run(self, names: list[str] | None = None) -> str:
         """`mutmut run` (all mutants, or only `names`); its output."""
         mutmut = str(ROOT / ".venv" / "bin" / "mutmut")
@@ -185,6 +214,7 @@ def run_module(module: Module, *, workers: int, lines: set[int] | None = None) -
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="phi-mutate-") as scratch:
         copy = Scratch(Path(scratch), module, workers=workers)
+        copy.check_node_ids()
         if lines is None:
             output = copy.run()
             codes = copy.codes(output)

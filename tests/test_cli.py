@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
 import socket
 import subprocess
 import sys
-import time
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -17,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from phi.cli import app
+from tests._child import URL, start_phi, stop
 
 if TYPE_CHECKING:
     from phi.atproto.sandbox import Sandbox
@@ -96,25 +98,6 @@ def test_sandbox_status_and_down_speak_json(phi_home: Path) -> None:
     assert (result.exit_code, json.loads(result.stdout)) == (0, {"stopped": False})
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _serve(args: list[str], log: Path, *, ready: str) -> subprocess.Popen[bytes]:
-    """Start `phi ARGS`; return once its log holds `ready`."""
-    with log.open("wb") as out:
-        process = subprocess.Popen([PHI, *args], stdout=out, stderr=out, env=dict(os.environ))
-    deadline = time.monotonic() + 60
-    while ready not in log.read_text():
-        assert process.poll() is None, log.read_text()
-        assert time.monotonic() < deadline, log.read_text()
-        time.sleep(0.1)
-    return process
-
-
 def test_phi_web_sandbox_prints_its_address_and_serves_docs_offline(
     tmp_path: Path, phi_home: Path
 ) -> None:
@@ -127,14 +110,22 @@ def test_phi_web_sandbox_prints_its_address_and_serves_docs_offline(
         app, ["memory", "add", "from the sandbox", "-n", "scratch", "--db", str(sandbox_db)]
     )
     assert result.exit_code == 0, result.output
-    port = _free_port()
     log = tmp_path / "web.log"
-    process = _serve(["web", "--sandbox", "--port", str(port)], log, ready="Uvicorn running")
-    try:
-        base = f"http://127.0.0.1:{port}"
-        assert f"phi's memory ({sandbox_db}) at {base}/memory, API docs at {base}/docs" in (
-            log.read_text()
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        # --port 0 picks a free port, whatever PHI_WEB_PORT says (here: a taken one).
+        env = {**os.environ, "PHI_WEB_PORT": str(taken.getsockname()[1])}
+        process, base = start_phi(
+            ["web", "--sandbox", "--port", "0"],
+            log,
+            says=rf"phi's memory \({re.escape(str(sandbox_db))}\) at {URL}/memory, API docs at ",
+            env=env,
         )
+    try:
+        assert not base.endswith(":0")
+        said = log.read_text()
+        assert f"at {base}/memory, API docs at {base}/docs, runs at {base}/activity" in said
+        # Said once the app started (its startup logged before), so it answers at once.
+        assert said.index("Application startup complete") < said.index(f"at {base}/memory")
         assert httpx.get(f"{base}/health").json()["rows"] == 1
         docs = httpx.get(f"{base}/docs")
         assert docs.status_code == 200 and "/openapi.json" in docs.text
@@ -144,22 +135,57 @@ def test_phi_web_sandbox_prints_its_address_and_serves_docs_offline(
         assert 'fetch("/openapi.json")' in docs.text
         assert httpx.get(f"{base}/redoc").status_code == 404
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        stop(process)
 
 
-def test_phi_mcp_http_prints_its_address(tmp_path: Path) -> None:
-    port = _free_port()
+def test_phi_mcp_http_prints_the_port_it_got(tmp_path: Path) -> None:
     log = tmp_path / "mcp.log"
-    address = f"http://127.0.0.1:{port}/mcp"
-    process = _serve(
-        ["mcp", "--http", "--port", str(port), "--db", str(tmp_path / "m.db")], log, ready=address
+    process, base = start_phi(
+        ["mcp", "--http", "--port", "0", "--db", str(tmp_path / "m.db")],
+        log,
+        says=f"MCP over streamable HTTP at {URL}/mcp",
     )
     try:
-        assert f"MCP over streamable HTTP at {address}" in log.read_text()
+        assert not base.endswith(":0")
+        # The MCP endpoint answers there (a GET without a session is refused by MCP itself).
+        answer = httpx.get(f"{base}/mcp", headers={"Accept": "text/event-stream"})
+        assert answer.status_code == 400 and "session" in answer.text.lower(), answer.text
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        stop(process)
+
+
+@pytest.mark.parametrize("command", ["web", "mcp", "mcp-tokens"])
+def test_a_taken_port_is_one_line_before_anything_starts(tmp_path: Path, command: str) -> None:
+    tokens = tmp_path / "tokens"
+    tokens.write_text(f"team- {'t' * 32}\n")
+    tokens.chmod(0o600)
+    words = {
+        "web": ["web"],
+        "mcp": ["mcp", "--http"],
+        "mcp-tokens": ["mcp", "--http", "--token-file", str(tokens)],
+    }[command]
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        db = tmp_path / "m.db"
+        result = CliRunner().invoke(app, [*words, "--port", str(port), "--db", str(db)])
+    assert result.exit_code == 2, result.output
+    assert result.output.count("\n") == 1
+    assert (
+        f"error: cannot listen on 127.0.0.1:{port} (Address already in use); free the port "
+        "or choose another with --port (--port 0 picks a free one)"
+    ) in result.output
+    assert not db.exists()  # refused before the store was opened
+
+
+def test_a_command_that_stops_after_binding_closes_its_socket() -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = CliRunner().invoke(app, ["web", "--sandbox", "--port", "0"])
+        said, code = result.output, result.exit_code
+        del result  # its traceback holds the command's frame, and so the socket
+        gc.collect()
+    assert code == 2 and "no sandbox memory yet" in said, said
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
 
 
 @pytest.mark.anyio

@@ -89,6 +89,49 @@ def test_a_relative_import_out_of_memory_is_caught(tmp_path: Path) -> None:
     }
 
 
+ABOVE_THE_AGENT = ("phi.runtime", "phi.web", "phi.cli")
+"""What runs the agent: the agent (and `phi.services`, below both) never imports it."""
+
+
+def upward_offenders(src: Path) -> dict[str, list[str]]:
+    """Modules of `src/agent` and `src/services.py` importing a layer that runs the agent."""
+    paths = [*sorted((src / "agent").rglob("*.py")), src / "services.py"]
+    offenders = {}
+    for path in paths:
+        if not path.exists():
+            continue
+        bad = {
+            m
+            for m in imported_modules(path, root=src.parent)
+            if any(m == layer or m.startswith(f"{layer}.") for layer in ABOVE_THE_AGENT)
+        }
+        if bad:
+            offenders[str(path.relative_to(src))] = sorted(bad)
+    return offenders
+
+
+def test_the_agent_never_imports_what_runs_it() -> None:
+    assert upward_offenders(SRC) == {}
+
+
+def test_the_old_upward_import_is_caught(tmp_path: Path) -> None:
+    """Issue 28: the `check_service` tool imported the check from the runtime's schedules."""
+    files = {
+        "phi/__init__.py": "",
+        "phi/agent/__init__.py": "",
+        "phi/agent/tools/services.py": "from phi.runtime.schedules import check_services\n",
+        "phi/agent/prompt/day.py": "from ...services import last_check\n",
+        "phi/services.py": "def f():\n    from .runtime import poller\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert upward_offenders(tmp_path / "phi") == {
+        "agent/tools/services.py": ["phi.runtime.schedules"],
+        "services.py": ["phi.runtime"],
+    }
+
+
 def test_nothing_imports_the_cli() -> None:
     offenders = [
         str(p.relative_to(SRC))

@@ -178,3 +178,69 @@ def test_the_setting_named_in_an_error_is_described_whole(monkeypatch: pytest.Mo
         "(the setting: `Host` names `phi web` answers besides the loopback names (`*`: any),"
         " e.g. its public name when it binds a non-loopback address.)"
     ), result.output
+
+
+SEARCH_KEY = "tvly-never-printed-0123456789"
+
+SEARCH_ERRORS = [
+    (
+        {"PHI_WEB_SEARCH_PROVIDER": "brave"},
+        "error: PHI_WEB_SEARCH_PROVIDER='brave': brave needs an API key: set PHI_WEB_SEARCH_KEY",
+    ),
+    (
+        {"PHI_WEB_SEARCH_PROVIDER": "tavily", "PHI_WEB_SEARCH_URL": "http://127.0.0.1:9"},
+        "error: PHI_WEB_SEARCH_PROVIDER='tavily': tavily needs an API key: set PHI_WEB_SEARCH_KEY",
+    ),
+    (
+        {"PHI_WEB_SEARCH_PROVIDER": "searxng", "PHI_WEB_SEARCH_KEY": SEARCH_KEY},
+        "error: PHI_WEB_SEARCH_PROVIDER='searxng': searxng needs PHI_WEB_SEARCH_URL "
+        "(there is no public one)",
+    ),
+    (
+        {"PHI_WEB_SEARCH_PROVIDER": "json"},
+        "error: PHI_WEB_SEARCH_PROVIDER='json': json needs PHI_WEB_SEARCH_URL "
+        "(there is no public one)",
+    ),
+    (
+        {"PHI_WEB_SEARCH_KEY": SEARCH_KEY},
+        "error: PHI_WEB_SEARCH_PROVIDER: unset while PHI_WEB_SEARCH_KEY is set; say which API "
+        "the key is for (brave, tavily, searxng or json)",
+    ),
+    (
+        {"PHI_WEB_SEARCH_PROVIDER": "bing", "PHI_WEB_SEARCH_KEY": SEARCH_KEY},
+        "error: PHI_WEB_SEARCH_PROVIDER='bing': Input should be 'brave', 'tavily', 'searxng' "
+        "or 'json'",
+    ),
+    (
+        {"PHI_WEB_SEARCH_PROVIDER": "searxng", "PHI_WEB_SEARCH_URL": "searx.local:8888"},
+        "error: PHI_WEB_SEARCH_URL='searx.local:8888': not an http(s) URL; give one like "
+        "https://host/path",
+    ),
+]
+
+
+@pytest.mark.parametrize(("env", "starts"), SEARCH_ERRORS)
+def test_a_web_search_provider_missing_its_key_or_url_is_one_line(
+    env: dict[str, str], starts: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["runs", "list"], env=env)
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(starts + " (the setting: "), result.output
+    assert result.output.count("\n") == 1
+    assert SEARCH_KEY not in result.output
+
+
+def test_an_empty_web_search_setting_is_unset(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_text(
+        "PHI_WEB_SEARCH_PROVIDER=\nPHI_WEB_SEARCH_KEY=\nPHI_WEB_SEARCH_URL=\n"
+    )
+    settings = Settings()
+    assert (settings.web_search_provider, settings.web_search_key, settings.web_search_url) == (
+        None,
+        None,
+        None,
+    )

@@ -10,9 +10,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings import SettingsError as PydanticSettingsError
 
@@ -22,12 +29,18 @@ from phi.private import check_secret_file, private_dir
 if TYPE_CHECKING:
     from phi.memory.embed import Embedder
 
-__all__ = ["Settings", "SettingsError", "load_settings"]
+__all__ = ["Settings", "SettingsError", "WebSearchProvider", "load_settings"]
 
 
 class SettingsError(UserError):
     """A `PHI_*` setting (environment or `.env`) holds a value phi cannot use."""
 
+
+WebSearchProvider = Literal["brave", "tavily", "searxng", "json"]
+"""The web search APIs phi speaks (`phi.agent.search`, one module each)."""
+
+_KEYED_SEARCH: Final = frozenset({"brave", "tavily"})
+"""Web search providers that need `PHI_WEB_SEARCH_KEY`; they also have a public URL."""
 
 ENV_FILE: Final = ".env"
 """The settings file read from the working directory, besides the environment."""
@@ -71,6 +84,11 @@ class Settings(BaseSettings):
     memory_url: str | None = None
     """Where memory lives: a SQLite file path (default `<home>/memory.db`)."""
 
+    auto_upgrade: bool | None = None
+    """Whether opening a store applies this phi's pending schema migrations; unset: yes
+    for a SQLite file (one user), no for PostgreSQL (a team's hosts share it: upgrade with
+    `phi memory upgrade` once every host runs the new phi)."""
+
     embedder: str = "minilm"
     """Embedding model: `minilm` (offline default) or `openai:MODEL` (any OpenAI-compatible
     `/embeddings` endpoint, e.g. `openai:text-embedding-3-small`)."""
@@ -106,6 +124,9 @@ class Settings(BaseSettings):
 
     owner_handle: str | None = None
     """phi's owner: always allowed to be mentioned, and the one who approves gated actions."""
+
+    plc_url: str = "https://plc.directory"
+    """The PLC directory that resolves `did:plc` DIDs (to find the owner's PDS)."""
 
     sandbox_cache: Path | None = None
     """Install cache of the local sandbox (Node 22, `@atproto/dev-env`); default
@@ -169,6 +190,27 @@ class Settings(BaseSettings):
     service_check_hours: float = Field(default=3, gt=0)
     """Hours between two service checks of `health_urls`."""
 
+    owner_services: Annotated[list[str], NoDecode] = []
+    """Host patterns (e.g. `*.example.org`) of the owner's own services among `health_urls`:
+    the scheduled check tags the owner when one goes down (or when most of them do)."""
+
+    extraction_hours: float | None = Field(default=24, gt=0)
+    """Hours between two extraction passes (facts from new exchanges), whether or not the
+    reflection runs; empty or `none` means only the reflection extracts."""
+
+    recent_conversations: int = Field(default=8, ge=0, le=50)
+    """Exchanges shown as [RECENT CONVERSATIONS] in musings and reflections; 0: none."""
+
+    recent_conversation_chars: int = Field(default=2400, ge=200, le=20000)
+    """Characters [RECENT CONVERSATIONS] may hold at most (longer exchanges are clipped)."""
+
+    profile_note: str = "🟢 online since {since}"
+    """The note `phi run` keeps at the end of phi's bio while it runs (`{since}`: when it
+    started, UTC); empty or `off` leaves the profile alone."""
+
+    profile_offline_note: str = ""
+    """The note left in phi's bio after a clean stop; empty removes the note."""
+
     control_host: str = "127.0.0.1"
     """Address the control API of `phi run` listens on (loopback by default)."""
 
@@ -186,15 +228,41 @@ class Settings(BaseSettings):
     """A Markdown file with phi's personality for the agent; unset means the built-in one."""
 
     web_search_url: str | None = None
-    """Endpoint of an optional web search integration; unset means no web search tool."""
+    """Base URL of the web search API: unset means the provider's public one for `brave`
+    and `tavily`; required for `searxng` (the instance) and `json` (the endpoint itself)."""
+
+    web_search_key: SecretStr | None = None
+    """API key of the web search provider: required for `brave` and `tavily`; sent as a
+    bearer token to a `searxng` or `json` endpoint that wants one."""
+
+    web_search_provider: WebSearchProvider | None = Field(default=None, validate_default=True)
+    """Web search API: `brave`, `tavily`, `searxng` or `json` (a GET endpoint answering
+    phi's own JSON); unset means `json` when only `PHI_WEB_SEARCH_URL` is set, else no web
+    search tool."""
+
+    card_search_url: str | None = None
+    """A network-wide index of public cards (Semble's `https://api.semble.so/api/search/semantic`
+    answers `?query=&limit=`); unset means phi searches only its own cards."""
 
     mcp_servers: Path | None = None
     """A TOML or JSON file of external MCP servers whose tools every run gets; unset: none."""
+
+    model_vision: Literal["auto", "on", "off"] = "auto"
+    """Whether pictures in posts reach the agent's model as images: `auto` when its model
+    profile takes images (the local model does not), `on`, or `off` (alt text only)."""
+
+    image_max_bytes: int = Field(default=5_000_000, gt=0)
+    """Largest picture (bytes) passed to the model; a bigger one is not fetched, and the
+    model reads its alt text and a note."""
+
+    images_per_batch: int = Field(default=4, ge=0)
+    """Most pictures passed to the model in one notification batch; the rest by alt text."""
 
     @field_validator(
         "allow_handles",
         "deny_handles",
         "health_urls",
+        "owner_services",
         "musing_hours",
         "web_trusted_hosts",
         "control_trusted_hosts",
@@ -204,6 +272,44 @@ class Settings(BaseSettings):
     def _split_lists(cls, value: Any) -> Any:
         return _split_list(value)
 
+    @field_validator("web_search_url", "web_search_key", "web_search_provider", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        # `PHI_WEB_SEARCH_KEY=` in a `.env` means no key, not an empty one.
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("web_search_provider")
+    @classmethod
+    def _check_web_search(
+        cls, value: WebSearchProvider | None, info: ValidationInfo
+    ) -> WebSearchProvider | None:
+        # Declared after the URL and the key, so both are in `info.data` unless they failed
+        # their own checks (then that error is the one to read, not a second one here).
+        if not {"web_search_url", "web_search_key"} <= info.data.keys():
+            return value
+        url, key = info.data["web_search_url"], info.data["web_search_key"]
+        if value is None:
+            if key is not None:
+                raise ValueError(
+                    "unset while PHI_WEB_SEARCH_KEY is set; say which API the key is for "
+                    "(brave, tavily, searxng or json)"
+                )
+            if not url:
+                return None
+            value = "json"
+        if value in _KEYED_SEARCH and key is None:
+            raise ValueError(f"{value} needs an API key: set PHI_WEB_SEARCH_KEY")
+        if value not in _KEYED_SEARCH and not url:
+            raise ValueError(f"{value} needs PHI_WEB_SEARCH_URL (there is no public one)")
+        return value
+
+    @field_validator("plc_url", "card_search_url", "web_search_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("not an http(s) URL; give one like https://host/path")
+        return value
+
     @field_validator("home", mode="before")
     @classmethod
     def _no_empty_home(cls, value: Any) -> Any:
@@ -212,7 +318,7 @@ class Settings(BaseSettings):
             raise ValueError("empty; give a folder (default ~/.phi) or unset it")
         return value
 
-    @field_validator("reflection_hour", mode="before")
+    @field_validator("reflection_hour", "extraction_hours", mode="before")
     @classmethod
     def _no_reflection(cls, value: Any) -> Any:
         if isinstance(value, str) and value.strip().lower() in {"", "none", "off"}:

@@ -16,7 +16,10 @@ __all__ = [
     "InvalidInput",
     "NamespaceNotFound",
     "PhiError",
+    "RestoreTargetNotEmpty",
     "RowNotFound",
+    "SchemaBehind",
+    "SchemaTooNew",
     "StoreError",
     "UserError",
 ]
@@ -92,3 +95,31 @@ class StoreError(UserError):
 
 class EmbeddingFailed(PhiError):
     """An embedding server could not be reached or sent an unusable answer."""
+
+
+class SchemaTooNew(StoreError):
+    """The store was upgraded by a newer phi: it holds migrations this phi does not know.
+    Raised before anything is written."""
+
+    def __init__(self, *, store_version: str, code_version: str) -> None:
+        self.store_version, self.code_version = store_version, code_version
+        super().__init__(
+            f"this store is at schema version {store_version}, newer than this phi's"
+            f" {code_version}; upgrade phi to open it (the store was left unchanged)"
+        )
+
+
+class SchemaBehind(StoreError):
+    """The store's schema is older than this phi's and automatic upgrades are off."""
+
+    def __init__(self, *, store_version: str, code_version: str) -> None:
+        self.store_version, self.code_version = store_version, code_version
+        super().__init__(
+            f"this store is at schema version {store_version} and this phi needs"
+            f" {code_version}; run `phi memory upgrade` on it (automatic upgrades are off"
+            " for this store: PHI_AUTO_UPGRADE)"
+        )
+
+
+class RestoreTargetNotEmpty(UserError):
+    """A restore would overwrite a store that holds data; `replace` allows it."""

@@ -9,10 +9,11 @@ but `reply_to`, so every run here ends in one of those two outcomes."""
 from __future__ import annotations
 
 import secrets
-import socket
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
+from dirty_equals import IsInt
 from pydantic_ai import models
 
 from phi.agent import CORE_TOOLS
@@ -63,13 +64,14 @@ def _refused(actions: list[str]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def served_smollm2() -> Iterator[str]:
-    """SmolLM2 behind llama.cpp's own server on a free loopback port: the `PHI_MODEL` value."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    """SmolLM2 behind llama.cpp's own server on a free loopback port: the `PHI_MODEL` value.
+    The server binds port 0 and says where it listens (a port picked here could be taken
+    before it bound it)."""
     key = secrets.token_urlsafe(16)
-    server = serve(port=port, api_key=key, n_ctx=4096)
-    yield f"grammar:http://:{key}@127.0.0.1:{port}/v1#smollm2"
+    server = serve(port=0, api_key=key, n_ctx=4096)
+    address = urlsplit(server.listening_address)
+    assert (address.hostname, address.port) == ("127.0.0.1", IsInt(gt=0)), address
+    yield f"grammar:http://:{key}@127.0.0.1:{address.port}/v1#smollm2"
     del server
 
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -29,6 +27,7 @@ from phi.agent.outside import fenced
 from phi.cli import app as cli
 from phi.memory import Memory, MiniLMEmbedder
 from phi.memory.learning import Blocks
+from tests._child import URL, start_phi, stop
 
 from . import _hostile_mcp as hostile
 from ._quiet import QuietClient
@@ -40,6 +39,7 @@ PHI = str(Path(sys.executable).parent / "phi")
 
 
 def free_port() -> int:
+    """A port nothing listens on, for a server that is gone (nothing is started there)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -48,30 +48,18 @@ def free_port() -> int:
 
 @pytest.fixture
 def team_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """`phi mcp --http` over a team memory file: (its URL, the file)."""
+    """`phi mcp --http` over a team memory file: (its URL, the file). It binds a free port
+    itself and prints it (a port picked here could be taken before the server bound it)."""
     db = tmp_path / "team.db"
-    port = free_port()
-    log = (tmp_path / "team-mcp.log").open("wb")
-    process = subprocess.Popen(
-        [PHI, "mcp", "--db", str(db), "--http", "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=dict(os.environ),
+    process, base = start_phi(
+        ["mcp", "--db", str(db), "--http", "--port", "0"],
+        tmp_path / "team-mcp.log",
+        says=f"MCP over streamable HTTP at {URL}/mcp",
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, (tmp_path / "team-mcp.log").read_text()
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert time.monotonic() < deadline, "phi mcp --http did not start"
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp", db
+        yield f"{base}/mcp", db
     finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
+        stop(process)
 
 
 def scripted(calls: list[tuple[str, dict[str, Any]]], seen: dict[str, Any]) -> FunctionModel:

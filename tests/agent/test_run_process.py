@@ -6,10 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import anyio
@@ -17,15 +13,7 @@ import httpx
 
 from phi.atproto import PhiClient
 from phi.atproto.sandbox import Sandbox, SandboxInfo
-
-PHI = str(Path(sys.executable).parent / "phi")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+from tests._child import URL, start_phi
 
 
 def test_phi_run_serves_control_api_and_stops_on_sigterm(
@@ -37,7 +25,6 @@ def test_phi_run_serves_control_api_and_stops_on_sigterm(
             await phi.update_seen()
 
     anyio.run(no_unread)
-    port = _free_port()
     phi = cast.account("phi")
     env = {
         **os.environ,
@@ -49,36 +36,26 @@ def test_phi_run_serves_control_api_and_stops_on_sigterm(
         "PHI_MEMORY_URL": str(tmp_path / "memory.db"),
         "PHI_MUSING_HOURS": "",
         "PHI_REFLECTION_HOUR": "",
-        "PHI_CONTROL_PORT": str(port),
+        "PHI_CONTROL_PORT": "0",  # a free port, bound by phi and named in its log
         "PHI_CONTROL_TOKEN": "secret",
         "PHI_POLL_SECONDS": "1",
     }
     log = tmp_path / "run.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [PHI, "run", "--log-format", "json"], stdout=out, stderr=out, env=env
-        )
-        try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 120
-            while True:
-                assert process.poll() is None, log.read_text()
-                try:
-                    health = httpx.get(f"{base}/health")
-                    break
-                except httpx.ConnectError:
-                    assert time.monotonic() < deadline, log.read_text()
-                    time.sleep(0.2)
-            assert health.json()["status"] == "ok"
-            assert health.json()["handle"] == "phi.test"
-            assert httpx.post(f"{base}/pause").status_code == 401
-            auth = {"Authorization": "Bearer secret"}
-            assert httpx.post(f"{base}/pause", headers=auth).json() == {"status": "paused"}
-            assert httpx.get(f"{base}/health").json()["status"] == "paused"
-            assert httpx.post(f"{base}/resume", headers=auth).json() == {"status": "ok"}
-        finally:
-            process.send_signal(signal.SIGTERM)
-            code = process.wait(timeout=30)
+    args = ["run", "--log-format", "json"]
+    process, base = start_phi(args, log, says=f"control API on {URL}", env=env, timeout=120)
+    try:
+        assert not base.endswith(":0")
+        health = httpx.get(f"{base}/health")
+        assert health.json()["status"] == "ok"
+        assert health.json()["handle"] == "phi.test"
+        assert httpx.post(f"{base}/pause").status_code == 401
+        auth = {"Authorization": "Bearer secret"}
+        assert httpx.post(f"{base}/pause", headers=auth).json() == {"status": "paused"}
+        assert httpx.get(f"{base}/health").json()["status"] == "paused"
+        assert httpx.post(f"{base}/resume", headers=auth).json() == {"status": "ok"}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
     lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
     messages = [line["message"] for line in lines]
     assert code == 0, log.read_text()

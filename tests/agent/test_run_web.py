@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
-import subprocess
-import time
 from pathlib import Path
 
 import anyio
@@ -15,19 +14,7 @@ import httpx
 
 from phi.atproto import PhiClient
 from phi.atproto.sandbox import Sandbox, SandboxInfo
-
-from .test_run_process import PHI, _free_port
-
-
-def _wait_up(url: str, process: subprocess.Popen[bytes], log: Path) -> httpx.Response:
-    deadline = time.monotonic() + 120
-    while True:
-        assert process.poll() is None, log.read_text()
-        try:
-            return httpx.get(url)
-        except httpx.ConnectError:
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+from tests._child import URL, start_phi
 
 
 def test_phi_run_web_serves_everything_in_one_process(
@@ -39,7 +26,6 @@ def test_phi_run_web_serves_everything_in_one_process(
             await phi.update_seen()
 
     anyio.run(no_unread)
-    control_port, web_port = _free_port(), _free_port()
     phi = cast.account("phi")
     home = tmp_path / "home"
     env = {
@@ -51,30 +37,30 @@ def test_phi_run_web_serves_everything_in_one_process(
         "PHI_MODEL": "test",
         "PHI_MUSING_HOURS": "",
         "PHI_REFLECTION_HOUR": "",
-        "PHI_CONTROL_PORT": str(control_port),
+        # Both servers bind free ports themselves and name them in the log.
+        "PHI_CONTROL_PORT": "0",
         "PHI_CONTROL_TOKEN": "secret",
-        "PHI_WEB_PORT": str(web_port),
+        "PHI_WEB_PORT": "0",
         "PHI_POLL_SECONDS": "1",
     }
     log = tmp_path / "run.log"
-    web = f"http://127.0.0.1:{web_port}"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [PHI, "run", "--web", "--log-format", "json"], stdout=out, stderr=out, env=env
-        )
-        try:
-            assert (
-                _wait_up(f"http://127.0.0.1:{control_port}/health", process, log).json()["status"]
-                == "ok"
-            )
-            health = _wait_up(f"{web}/health", process, log)
-            assert health.status_code == 200 and health.json()["writable"] is False
-            assert httpx.get(f"{web}/api/runs").json() == []
-            assert "activity.js" in httpx.get(f"{web}/activity").text
-            assert "memory.js" in httpx.get(f"{web}/memory").text
-        finally:
-            process.send_signal(signal.SIGTERM)
-            code = process.wait(timeout=30)
+    args = ["run", "--web", "--log-format", "json"]
+    # The web app starts after the control API: once it is named, both are.
+    process, web = start_phi(args, log, says=f"memory page on {URL}/memory", env=env, timeout=120)
+    try:
+        found = re.search(f"control API on {URL}", log.read_text())
+        assert found is not None, log.read_text()
+        control = found.group(1)
+        assert control != web and not web.endswith(":0")
+        assert httpx.get(f"{control}/health").json()["status"] == "ok"
+        health = httpx.get(f"{web}/health")
+        assert health.status_code == 200 and health.json()["writable"] is False
+        assert httpx.get(f"{web}/api/runs").json() == []
+        assert "activity.js" in httpx.get(f"{web}/activity").text
+        assert "memory.js" in httpx.get(f"{web}/memory").text
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=30)
     messages = [
         json.loads(line)["message"] for line in log.read_text().splitlines() if line.startswith("{")
     ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
@@ -18,7 +19,16 @@ from atproto_client import AsyncClient, models  # type: ignore[import-untyped]
 from dirty_equals import IsDatetime, IsStr
 from inline_snapshot import snapshot
 
-from phi.atproto import Embed, EmbedLink, Goal, Identity, Operation, PhiClient, QuotedPost
+from phi.atproto import (
+    Embed,
+    EmbedLink,
+    Goal,
+    Identity,
+    ImageRef,
+    Operation,
+    PhiClient,
+    QuotedPost,
+)
 from phi.atproto.sandbox import Sandbox, SandboxInfo
 from phi.errors import InvalidInput
 
@@ -138,6 +148,14 @@ async def test_embeds_are_read_from_post_views(
     ]
     await sandbox.wait_for_indexing()
     posts = await phi.get_posts([w.uri for w in written])
+    # Pictures are read as their blobs (from the record) with the AppView's address of each.
+    picture = ImageRef(
+        did=did,
+        cid=str(blob.cid),
+        mime_type="image/png",
+        size=len(tiny_png()),
+        url=f"{cast.appview_url}/img/feed_fullsize/plain/{did}/{blob.cid}",
+    )
     assert [p.embed for p in posts] == [
         Embed(
             kind="external",
@@ -148,7 +166,12 @@ async def test_embeds_are_read_from_post_views(
                 description="A page",
             ),
         ),
-        Embed(kind="images", media_kind="images", alt_texts=["a crow on a wire", ""]),
+        Embed(
+            kind="images",
+            media_kind="images",
+            alt_texts=["a crow on a wire", ""],
+            images=[replace(picture, alt="a crow on a wire"), picture],
+        ),
         Embed(
             kind="record",
             quote=QuotedPost(uri=quoted.uri, author_handle="phi.test", text="crows can count"),
@@ -158,6 +181,7 @@ async def test_embeds_are_read_from_post_views(
             media_kind="images",
             alt_texts=["proof"],
             quote=QuotedPost(uri=quoted.uri, author_handle="phi.test", text="crows can count"),
+            images=[replace(picture, alt="proof")],
         ),
         Embed(kind="video", media_kind="video", alt_texts=["crows\nplaying"]),
     ]

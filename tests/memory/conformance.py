@@ -75,3 +75,15 @@ class StoreConformance(RowStoreConformance, LedgerConformance):
         await store.log_model_call(call)
         await store.log_model_call(dataclasses.replace(call, purpose="review"))
         assert await store.model_calls() == [call, dataclasses.replace(call, purpose="review")]
+
+    async def test_a_correction_that_collapses_onto_the_row_it_supersedes_keeps_it(
+        self, store: Store
+    ) -> None:
+        """A race: the correction's identity is the very row it retires (another writer stored
+        that text since the lookup). The stored row is the answer, so it stays active."""
+        row = make_row("v3", at=3)
+        await store.write([w(row, vec(0, 1, 1, 0))], [])
+        twin = make_row("v3", at=4, supersedes=row.row_id)
+        back = await store.write([w(twin, vec(0, 1, 1, 0))], [], superseded=[row.row_id])
+        assert back == [row]
+        assert [r.status for r in await store.get_rows([row.row_id])] == ["active"]

@@ -28,8 +28,8 @@ def _open_connections(path: Path) -> int:
     return sum(1 for conn in apsw.connections() if Path(conn.filename) == path)
 
 
-async def _bound(path: Path, **options: float) -> SQLiteStore:
-    store = SQLiteStore(path, **options)
+async def _bound(path: Path, *, busy_timeout: float = 10.0) -> SQLiteStore:
+    store = SQLiteStore(path, busy_timeout=busy_timeout)
     await store.connect()
     await store.bind_embedding(CONFORMANCE_SPEC)
     return store
@@ -201,20 +201,3 @@ async def test_a_handle_held_across_a_move_to_a_new_dimension_says_to_reopen(
             " through another handle or process); vectors from 'tiny-letters' (26-d) are"
             " refused and nothing was written: reopen the store with the 'tiny-13' embedder"
         )
-
-
-async def test_a_correction_that_collapses_onto_the_row_it_supersedes_keeps_it(
-    tmp_path: Path,
-) -> None:
-    """A race: the correction's identity is the very row it retires (another writer stored
-    that text since the lookup). The stored row is the answer, so it stays active."""
-    store = await _bound(tmp_path / "m.db")
-    try:
-        row = make_row("v3", at=3)
-        await store.write([w(row, vec(0, 1, 1, 0))], [])
-        twin = make_row("v3", at=4, supersedes=row.row_id)
-        back = await store.write([w(twin, vec(0, 1, 1, 0))], [], superseded=[row.row_id])
-        assert back == [row]
-        assert [r.status for r in await store.get_rows([row.row_id])] == ["active"]
-    finally:
-        await store.close()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -24,16 +23,10 @@ import pytest
 
 from phi.postgres import server_down, server_status, server_up
 from phi.private import private_dir
-from tests.postgres.servers import stop_every_server_under
+from tests.postgres.servers import reserve_port, stop_every_server_under
 from tests.security.nobody import as_nobody
 
 ACL = "system.posix_acl_access"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
@@ -51,7 +44,7 @@ def test_the_server_survives_a_checkpoint_after_phi_closes_its_home(data_home: P
         pytest.fail("the server runs as another user only under root: run as root (CI does)")
     home = data_home / "home"
     home.mkdir(mode=0o700)
-    data, port = home / "postgres", _free_port()
+    data, port = home / "postgres", reserve_port()
     superuser = (
         f"postgresql://postgres@127.0.0.1:{port}/postgres?passfile={data}-auth/postgres.pgpass"
     )

@@ -8,6 +8,8 @@ import os
 import shutil
 import socket
 import stat
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,14 +33,10 @@ from phi.postgres._auth import HBA
 from phi.postgres._package import PostgresServer, pgexec
 from phi.postgres._process import INSTALL, running, shared_buffers_mb, start
 from tests.postgres.schemas import server_url
-from tests.postgres.servers import stop_every_server_under
+from tests.postgres.servers import PORTS, reserve_port, stop_every_server_under
 from tests.security.nobody import as_nobody, psql_as_nobody
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+ROOT = Path(__file__).parent.parent.parent
 
 
 @pytest.fixture
@@ -56,7 +54,7 @@ def data_home() -> Iterator[Path]:
 @pytest.fixture
 def served(data_home: Path) -> Iterator[tuple[Path, int]]:
     """A server `phi postgres up` started on a data folder of its own; stopped afterwards."""
-    data, port = data_home / "pg", _free_port()
+    data, port = data_home / "pg", reserve_port()
     server_up(data, port=port)
     try:
         yield data, port
@@ -86,7 +84,7 @@ def _login(port: int, role: str, password: str) -> psycopg.Connection:
 
 
 def test_up_is_idempotent_serves_pgvector_on_loopback_and_down_stops_it(data_home: Path) -> None:
-    data, port = data_home / "pg", _free_port()
+    data, port = data_home / "pg", reserve_port()
     runner = CliRunner()
     try:
         result = runner.invoke(
@@ -146,7 +144,7 @@ def test_up_restarts_a_server_whose_install_has_gone(data_home: Path) -> None:
     """A server started from an install that was then deleted (a removed virtual
     environment) runs on but cannot load pgvector in new sessions: `up` notices by
     loading it, and restarts the server from the current install."""
-    data, port = data_home / "pg", _free_port()
+    data, port = data_home / "pg", reserve_port()
     url = _url(data, port)
     install = data_home / "old-install"
     shutil.copytree(INSTALL.parent, install)
@@ -297,7 +295,7 @@ def _old_trust_folder(data: Path, port: int, *, leave_running: bool) -> None:
 
 @pytest.mark.parametrize("was_running", [True, False], ids=["running", "stopped"])
 def test_an_old_trust_data_folder_is_closed_on_next_up(data_home: Path, was_running: bool) -> None:
-    data, port = data_home / "pg", _free_port()
+    data, port = data_home / "pg", reserve_port()
     try:
         _old_trust_folder(data, port, leave_running=was_running)
         result = CliRunner().invoke(
@@ -356,7 +354,7 @@ def test_a_socket_folder_apart_from_a_deep_data_folder_is_closed_to_others(
 ) -> None:
     """A data folder too deep for a socket path puts the socket in a folder of its own,
     which the package made 0777; now only the server's user (and root) may enter it."""
-    data, port = data_home / ("d" * 100) / "pg", _free_port()
+    data, port = data_home / ("d" * 100) / "pg", reserve_port()
     try:
         server_up(data, port=port)
         info = running(data.resolve())
@@ -376,7 +374,7 @@ def test_a_data_folder_in_a_private_home_serves_and_others_stay_out(data_home: P
     `chmod 700` in between (phi closes PHI_HOME on every command) does not stop `down`/`up`."""
     home = data_home / "home"
     home.mkdir(mode=0o700)
-    data, port = home / "postgres", _free_port()
+    data, port = home / "postgres", reserve_port()
     try:
         server_up(data, port=port)
         listed = as_nobody(["ls", str(home)])
@@ -405,9 +403,32 @@ def test_a_data_folder_that_cannot_be_made_is_one_line(data_home: Path) -> None:
     blocker = data_home / "a-file"
     blocker.write_text("not a folder")
     result = CliRunner().invoke(
-        app, ["postgres", "up", "--data-dir", str(blocker / "pg"), "--port", str(_free_port())]
+        app, ["postgres", "up", "--data-dir", str(blocker / "pg"), "--port", str(reserve_port())]
     )
     assert result.exit_code == 2
     said = " ".join(result.output.split())
     assert f"cannot use '{blocker}/pg' as the PostgreSQL data folder (Not a directory)" in said
     assert "Traceback" not in result.output
+
+
+def test_a_reserved_port_is_kept_from_other_test_processes_and_other_programs() -> None:
+    """PostgreSQL cannot bind port 0: the tests' servers get a port `reserve_port` holds for
+    the test process, below the ephemeral ports the kernel hands out meanwhile."""
+    ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    port = reserve_port()
+    assert port in PORTS and PORTS.stop <= ephemeral
+    only = range(port, port + 1)
+    refused = f"no free port in {port}-{port}: all reserved or taken"
+    asks = (
+        f"from tests.postgres.servers import reserve_port; reserve_port(range({port}, {port + 1}))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", asks], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert other.returncode == 1 and refused in other.stderr, other.stderr
+    with pytest.raises(RuntimeError, match=refused):
+        reserve_port(only)  # nor twice to this one
+    with socket.create_server(("127.0.0.1", 0)) as listening:
+        taken = listening.getsockname()[1]
+        with pytest.raises(RuntimeError, match=f"no free port in {taken}-{taken}"):
+            reserve_port(range(taken, taken + 1))  # another program listens there

@@ -33,7 +33,7 @@ from phi.postgres._access import server_user
 from phi.postgres._auth import HBA, RECOVERY_HBA, old_tables, provision, set_password
 from phi.postgres._process import running
 from phi.postgres.server import UnusableDataDir
-from tests.postgres.servers import stop_for_good
+from tests.postgres.servers import reserve_port, stop_for_good
 
 
 def _free_port() -> int:
@@ -46,7 +46,7 @@ def _free_port() -> int:
 def served() -> Iterator[tuple[Path, int]]:
     home = Path(tempfile.mkdtemp(prefix="phi-pg-mutants-"))
     home.chmod(0o755)
-    data, port = home / "pg", _free_port()
+    data, port = home / "pg", reserve_port()
     try:
         server_up(data, port=port)
         yield data, port

@@ -23,10 +23,8 @@ from phi.runtime.schedules import (
     Schedule,
     ScheduleConfig,
     ScheduleState,
-    ServiceStatus,
-    check_services,
-    transitions,
 )
+from phi.services import ServiceStatus, check_services, transitions
 
 PHI = "did:plc:phi"
 DAY = datetime(2025, 6, 1, tzinfo=UTC)
@@ -135,10 +133,11 @@ def test_due_lists_every_job_in_order() -> None:
         reflection_hour=22,
         service_check_every=timedelta(hours=1),
         health_urls=("http://127.0.0.1:1/health",),
+        extraction_every=timedelta(hours=24),
     )
     clock = Schedule(config, started_at=at(20))
     assert clock.due(at(22)) == list(JOBS)
-    assert JOBS == ("musing", "reflection", "service_check", "summary_refresh")
+    assert JOBS == ("musing", "reflection", "service_check", "summary_refresh", "extraction")
 
 
 def test_hours_are_utc_and_times_must_be_aware() -> None:
@@ -247,7 +246,11 @@ def test_config_validation_and_settings() -> None:
         reflection_hour=None,
         service_check_every=timedelta(minutes=30),
         health_urls=("http://127.0.0.1:1/a",),
+        extraction_every=timedelta(days=1),  # the settings' default: daily
     )
+    off = Settings(_env_file=None, extraction_hours="none", owner_services="*.example.org")
+    assert ScheduleConfig.from_settings(off).extraction_every is None
+    assert ScheduleConfig.from_settings(off).owner_services == ("*.example.org",)
 
 
 def test_transitions() -> None:

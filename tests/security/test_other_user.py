@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import pytest
 
 from phi.runtime.control import control_token
 from phi.runtime.journal import RunJournal, RunRecord
-from tests.postgres.servers import stop_for_good
+from tests.postgres.servers import reserve_port, stop_for_good
 from tests.security.nobody import SYSTEM_PYTHON, as_nobody, psql_as_nobody, require_root
 
 PHI = str(Path(sys.executable).parent / "phi")
@@ -51,12 +50,6 @@ json.dump(said, sys.stdout)
 """
 """Run by `nobody` with the system Python: what it could open, of each path given."""
 PYTHON_PROBE = [str(SYSTEM_PYTHON), "-I", "-c", PROBE]
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
@@ -111,7 +104,7 @@ def _populate(home: Path, port: int) -> str:
 
 
 def test_nobody_reads_nothing_phi_keeps(home: Path) -> None:
-    port = _free_port()
+    port = reserve_port()
     url = _populate(home, port)
     paths = [home]
     for folder, dirs, files in os.walk(home):

@@ -353,11 +353,13 @@ SECRET_SETTINGS = sorted(
     for name, field in Settings.model_fields.items()
     if field.annotation is not None and SecretStr in getattr(field.annotation, "__args__", ())
 )
+SECRET_NEEDS = {"PHI_WEB_SEARCH_KEY": "PHI_WEB_SEARCH_PROVIDER=brave\n"}
+"""What a secret setting needs beside it to be valid (a search key alone names no API)."""
 
 
 @pytest.mark.parametrize(
     "line",
-    [f"{name}=s3cret-value" for name in SECRET_SETTINGS]
+    [f"{SECRET_NEEDS.get(name, '')}{name}=s3cret-value" for name in SECRET_SETTINGS]
     + ["OPENAI_API_KEY=sk-abc", "export PHI_MEMORY_URL='postgresql://phi:pw@db.example/phi'"],
 )
 def test_a_dotenv_with_a_secret_others_can_read_is_refused(

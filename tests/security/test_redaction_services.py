@@ -42,7 +42,8 @@ from phi.memory.model import utc_now
 from phi.runtime.journal import RunJournal
 from phi.runtime.poller import PhiRuntime
 from phi.runtime.ratelimit import Admission
-from phi.runtime.schedules import Schedule, ScheduleConfig, check_services, transitions
+from phi.runtime.schedules import Schedule, ScheduleConfig
+from phi.services import check_services, transitions
 from phi.web import create_app
 
 from ..agent.test_gate_logic import WHEN, deps, notification

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -115,22 +114,15 @@ async def _fill(db: Path, minilm: MiniLMEmbedder) -> set[str]:
     return people
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def served(tmp_path: Path, minilm: MiniLMEmbedder) -> Iterator[tuple[str, set[str]]]:
-    """`phi web`'s app on a free loopback port, in a background thread."""
+    """`phi web`'s app on a free loopback port, in a background thread (uvicorn binds port 0
+    and the test reads the port it got: a port picked beforehand could be taken meanwhile)."""
     db = tmp_path / "locomo.db"
     people = anyio.run(_fill, db, minilm)
     app = create_app(lambda: Memory.open(db, embedder=minilm))
-    port = _free_port()
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", ws="none")
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws="none")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -138,7 +130,8 @@ def served(tmp_path: Path, minilm: MiniLMEmbedder) -> Iterator[tuple[str, set[st
     while not server.started:
         assert thread.is_alive() and time.monotonic() < deadline, "the web app did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", people
+    (listening,) = [sock for bound in server.servers for sock in bound.sockets]
+    yield f"http://127.0.0.1:{listening.getsockname()[1]}", people
     server.should_exit = True
     thread.join(timeout=10)
 

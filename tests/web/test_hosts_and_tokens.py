@@ -159,9 +159,11 @@ def test_phi_web_on_a_public_address_without_a_token_is_refused(tmp_path: Path) 
 def serve_once(
     monkeypatch: pytest.MonkeyPatch, requests: list[tuple[str, dict[str, str]]]
 ) -> list[httpx.Response]:
-    """Make `uvicorn.Server.serve` answer `requests` through the app over ASGI (nothing binds a
-    port), so a CLI test sees what `phi web` would serve."""
+    """Make `uvicorn.Server.serve` answer `requests` through the app over ASGI (`phi web`
+    binds a free port, port 0, that nothing is served on), so a CLI test sees what `phi web`
+    would serve."""
     answers: list[httpx.Response] = []
+    monkeypatch.setenv("PHI_WEB_PORT", "0")
 
     async def serve(self: uvicorn.Server, sockets: Any = None) -> None:
         app = self.config.app

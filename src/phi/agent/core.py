@@ -19,11 +19,13 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
 from phi.agent.deps import AgentConfig, Entry, PhiDeps
+from phi.agent.images import images_for_run
 from phi.agent.mcp_servers import mcp_toolsets
 from phi.agent.prompt import (
     PromptBlock,
     PromptProfile,
     base_prompt,
+    batch_user_prompt,
     compact_base,
     profile_blocks,
 )
@@ -37,6 +39,7 @@ from phi.agent.tools import (
 )
 from phi.agent.tools._common import errors_as_results
 from phi.agent.tools.blocks import block_tools
+from phi.agent.tools.network import network_tools
 from phi.agent.tools.services import service_tools
 from phi.llm.sampling import answering
 from phi.memory.learning import AttachedBlocks
@@ -89,10 +92,11 @@ def toolset_for(
         cosmik_tools,
         web_tools,
         block_tools,
+        network_tools,
     ]
     if config.services:
         sets.append(service_tools)
-    if config.web_search_url:
+    if config.web_search is not None:
         sets.append(search_tools)
     combined: AbstractToolset[PhiDeps] = CombinedToolset(sets)
     if only is not None:
@@ -213,15 +217,18 @@ def _attached(deps: PhiDeps) -> AbstractAsyncContextManager[AttachedBlocks]:
 
 
 async def run(agent: PhiAgent, deps: PhiDeps, prompt: str | None = None) -> str:
-    """One run: attach the batch's people's blocks, run, detach; returns the log line.
+    """One run: attach the batch's people's blocks, run, detach; returns the log line. A
+    model that sees gets the batch's pictures with the user prompt (`phi.agent.images`).
 
     The run declares the posts it answers (`phi.llm.answering`): a small model's sampling
     steers away from copying them; other models ignore it."""
     texts = [item.text for item in deps.batch.items] if deps.batch else []
     names = [handle.split(".")[0] for handle in deps.batch.people().values()] if deps.batch else []
+    text = prompt or entry_prompt(deps.entry)
     async with _attached(deps):
+        user_prompt = batch_user_prompt(text, await images_for_run(deps, model=agent.model))
         with answering(texts, names=names):
-            result = await agent.run(prompt or entry_prompt(deps.entry), deps=deps)
+            result = await agent.run(user_prompt, deps=deps)
     return result.output
 
 

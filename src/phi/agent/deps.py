@@ -15,6 +15,7 @@ from typing import Literal
 
 from phi.agent.cache import PromptCaches
 from phi.agent.mcp_config import McpServerConfig
+from phi.agent.search import WebSearch
 from phi.atproto import Notification, PhiClient, Post, Profile, Thread
 from phi.memory import Memory
 from phi.memory.learning import Blocks, SmallModel
@@ -33,7 +34,11 @@ __all__ = [
     "NotificationContext",
     "PhiDeps",
     "PhiPost",
+    "Vision",
 ]
+
+Vision = Literal["auto", "on", "off"]
+"""`PHI_MODEL_VISION`: `auto` follows the model's profile (`supports_image_input`)."""
 
 Entry = Literal["notifications", "musing", "reflection", "service_check", "review", "preview"]
 """What started a run. Only `notifications` batches can pass the owner gate."""
@@ -49,8 +54,10 @@ class AgentConfig:
     """Who approves gated actions (like-as-approval); no owner means nothing gated passes."""
     personality_file: Path | None = None
     """A personality to use instead of the built-in one."""
-    web_search_url: str | None = None
-    """Optional search integration (a GET endpoint taking `q`); absent means no web search."""
+    web_search: WebSearch | None = None
+    """The search API `web_search` asks (`PHI_WEB_SEARCH_*`); absent means no such tool."""
+    card_search_url: str | None = None
+    """A network-wide index of public cards; absent means phi searches its own cards only."""
     synthesize: bool = True
     """Let the small model write prompt blocks (self-awareness, relevant memories). Off for
     the tiny local model, whose syntheses are noise and would slow every batch."""
@@ -60,6 +67,19 @@ class AgentConfig:
     """The health URLs the service check watches; [KNOWN SERVICES] names them."""
     control_log: Path | None = None
     """The control API's log of starts, pauses and resumes, for [OPERATIONAL HISTORY]."""
+    recent_conversations: int = 8
+    """Exchanges [RECENT CONVERSATIONS] shows in musings and reflections; 0: the block is off."""
+    recent_conversation_chars: int = 2400
+    """The most characters [RECENT CONVERSATIONS] holds."""
+    unshown_people: tuple[str, ...] = ()
+    """Handles or DIDs kept out of [RECENT CONVERSATIONS] (the deny list: people phi never
+    answers are not brought up either)."""
+    vision: Vision = "auto"
+    """Whether a batch's pictures go to the model as images (`phi.agent.images`)."""
+    image_max_bytes: int = 5_000_000
+    """Largest picture fetched for the model."""
+    images_per_batch: int = 4
+    """Most pictures passed to the model in one batch."""
 
 
 ActionValue = str | tuple[str, ...]
@@ -255,4 +275,8 @@ class PhiDeps:
     @property
     def owner_handle(self) -> str | None:
         h = self.config.owner_handle
-        return h.removeprefix("@").lower() if h else None
+        if not h:
+            return None
+        h = h.removeprefix("@")
+        # Handles are case-insensitive; a DID (an owner named by DID) is not.
+        return h if h.startswith("did:") else h.lower()

@@ -14,6 +14,7 @@ from phi.atproto.errors import (
     AccountNotConfigured,
     AtprotoError,
     AuthenticationFailed,
+    IdentityUnresolved,
     InvalidArgument,
     InvalidRecord,
     MethodNotSupported,
@@ -24,6 +25,8 @@ from phi.atproto.errors import (
     RequestRefused,
     SessionExpired,
 )
+from phi.atproto.feeds import FeedGenerator
+from phi.atproto.identity import DidDocument
 from phi.atproto.labels import validate_self_labels
 from phi.atproto.lexicon import Lexicons
 from phi.atproto.models import (
@@ -31,6 +34,7 @@ from phi.atproto.models import (
     EmbedKind,
     EmbedLink,
     Identity,
+    ImageRef,
     MediaKind,
     Notification,
     Operation,
@@ -63,12 +67,16 @@ __all__ = [
     "ClientConfig",
     "CosmikCard",
     "CosmikConnection",
+    "DidDocument",
     "Embed",
     "EmbedKind",
     "EmbedLink",
     "Facet",
+    "FeedGenerator",
     "Goal",
     "Identity",
+    "IdentityUnresolved",
+    "ImageRef",
     "InvalidArgument",
     "InvalidRecord",
     "Lexicons",

@@ -51,6 +51,8 @@ class ClientConfig:
     """Retries of transient failures."""
     mention_policy: Literal["consent", "anyone"] = "consent"
     """`consent`: tag only consenting handles (phi); `anyone`: a person's own client."""
+    plc_url: str = "https://plc.directory"
+    """The PLC directory that resolves `did:plc` DIDs (the sandbox runs its own)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ClientConfig:
@@ -83,6 +85,7 @@ class ClientConfig:
             session_file=settings.home / "sessions" / f"{settings.handle}.session",
             nsid_prefix=settings.nsid_prefix,
             owner_handle=settings.owner_handle,
+            plc_url=settings.plc_url,
         )
 
 

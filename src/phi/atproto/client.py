@@ -15,11 +15,14 @@ from functools import partial
 from types import TracebackType
 from typing import Any, Self
 
+import httpx
 from atproto_client import AsyncClient, models  # type: ignore[import-untyped]
 
 from phi.atproto._repo import RecordMethods
 from phi.atproto._session import ClientConfig, Session
 from phi.atproto.errors import InvalidArgument, NotFound
+from phi.atproto.feeds import FeedMethods
+from phi.atproto.identity import IdentityMethods
 from phi.atproto.labels import SelfLabelMethods
 from phi.atproto.lexicon import Lexicons
 from phi.atproto.models import Identity, Notification, Post, PostRef, Profile, RecordRef, Thread
@@ -74,7 +77,7 @@ def _flatten(node: object, out: list[Post]) -> None:
         _flatten(reply, out)
 
 
-class PhiClient(RecordMethods, SelfLabelMethods):
+class PhiClient(RecordMethods, SelfLabelMethods, FeedMethods, IdentityMethods):
     """An async client for phi's account, opened as a context manager.
 
     Example:
@@ -89,12 +92,17 @@ class PhiClient(RecordMethods, SelfLabelMethods):
         self.config = config
         self._session = Session(config)
         self.lexicons = Lexicons(config.nsid_prefix)
+        self._plc_url = config.plc_url
 
     async def __aenter__(self) -> Self:
+        # Other hosts (the PLC directory, another account's PDS) are read without phi's
+        # session: what they serve is public, and phi's token is for its own PDS only.
+        self._http = httpx.AsyncClient(timeout=10)
         try:
             await self._session.open()
         except BaseException:
             await self._session.close()
+            await self._http.aclose()
             raise
         return self
 
@@ -105,6 +113,7 @@ class PhiClient(RecordMethods, SelfLabelMethods):
         tb: TracebackType | None,
     ) -> None:
         await self._session.close()
+        await self._http.aclose()
 
     @property
     def me(self) -> Identity:

@@ -20,6 +20,7 @@ __all__ = [
     "AccountNotConfigured",
     "AtprotoError",
     "AuthenticationFailed",
+    "IdentityUnresolved",
     "InvalidArgument",
     "InvalidRecord",
     "MethodNotSupported",
@@ -98,6 +99,14 @@ class NotFound(AtprotoError, UserError):
         self.what = what
         suffix = f" ({detail})" if detail else ""
         super().__init__(f"{what} was not found{suffix}; check the identifier")
+
+
+class IdentityUnresolved(AtprotoError):
+    """An account's DID document could not be found or names no PDS."""
+
+    def __init__(self, did: str, detail: str) -> None:
+        self.did = did
+        super().__init__(f"cannot find where {did!r} lives: {detail}")
 
 
 class RecordNotFound(NotFound):

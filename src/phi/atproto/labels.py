@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -186,12 +186,23 @@ class SelfLabelMethods:
             RequestRefused: The profile changed between reading and writing; try again.
         """
         values = validate_self_labels(labels)
-        current = await self._own_profile()
-        record = with_self_labels(
-            current[1] if current is not None else None,
-            values,
-            created_at=self._session.sdk.get_current_time_iso(),
+        created_at = self._session.sdk.get_current_time_iso()
+        return await self.edit_own_profile(
+            lambda current: with_self_labels(current, values, created_at=created_at)
         )
+
+    async def edit_own_profile(
+        self, edit: Callable[[dict[str, Any] | None], dict[str, Any]]
+    ) -> RecordRef:
+        """Replace phi's profile record with `edit(current)` (`current` is `None` when phi
+        has none), as raw JSON, in one compare-and-swap: a profile edited meanwhile is not
+        overwritten (the write is refused instead).
+
+        Raises:
+            RequestRefused: The profile changed between reading and writing; try again.
+        """
+        current = await self._own_profile()
+        record = edit(dict(current[1]) if current is not None else None)
         body: dict[str, Any] = {
             "repo": self._session.identity.did,
             "collection": PROFILE_COLLECTION,

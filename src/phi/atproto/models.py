@@ -6,12 +6,13 @@ of SDK touches `phi.atproto` only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal, assert_never
 
 from atproto_client import models  # type: ignore[import-untyped]
 
+from phi.atproto._images import ImageRef, record_images, view_image_urls
 from phi.atproto.text import Facet
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "EmbedKind",
     "EmbedLink",
     "Identity",
+    "ImageRef",
     "MediaKind",
     "Notification",
     "Operation",
@@ -118,6 +120,10 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _image_line(alt: str) -> str:
+    return f"[image: {_one_line(alt)}]" if alt.strip() else "[image]"
+
+
 @dataclass(frozen=True, kw_only=True)
 class EmbedLink:
     """A link card (`app.bsky.embed.external`)."""
@@ -150,13 +156,17 @@ class QuotedPost:
     """Its text; None when not visible or unresolved."""
     state: QuoteState = "visible"
     """Whether the AppView could show it."""
+    images: list[ImageRef] = field(default_factory=list)
+    """Its pictures, when visible and it has any."""
 
     def render(self) -> str:
-        """`[quote @bob: text]`, or what stands in for a record that cannot be shown."""
+        """`[quote @bob: text [image: alt]]`, or what stands in for a record that cannot be
+        shown."""
         match self.state:
             case "visible":
                 who = f" @{self.author_handle}" if self.author_handle else ""
-                return f"[quote{who}: {_one_line(self.text or '')}]"
+                pictures = "".join(f" {_image_line(i.alt)}" for i in self.images)
+                return f"[quote{who}: {_one_line(self.text or '')}{pictures}]"
             case "not_found":
                 return "[quote: post not found]"
             case "blocked":
@@ -184,6 +194,9 @@ class Embed:
     """The link card, for `external` media."""
     quote: QuotedPost | None = None
     """The quoted record, for `record` and `record_with_media`."""
+    images: list[ImageRef] = field(default_factory=list)
+    """Images: where each picture's bytes are, for a model that sees them (`alt_texts` is
+    what every model reads)."""
 
     def render(self) -> str:
         """One line for the model: `[quote @bob: text] [image: a crow]`, `[link: t — uri]`."""
@@ -191,9 +204,7 @@ class Embed:
         if self.quote is not None:
             parts.append(self.quote.render())
         if self.media_kind == "images":
-            parts.extend(
-                f"[image: {_one_line(a)}]" if a.strip() else "[image]" for a in self.alt_texts
-            )
+            parts.extend(_image_line(a) for a in self.alt_texts)
         elif self.media_kind == "video":
             alt = _one_line(" ".join(self.alt_texts))
             parts.append(f"[video: {alt}]" if alt else "[video]")
@@ -223,7 +234,11 @@ def _quote_from_view(view: models.AppBskyEmbedRecord.View) -> QuotedPost:
     uri = str(getattr(record, "uri", ""))
     if isinstance(record, models.AppBskyEmbedRecord.ViewRecord):
         text = getattr(record.value, "text", None) or ""
-        return QuotedPost(uri=uri, author_handle=record.author.handle, text=text)
+        views = record.embeds or [None]
+        images = record_images(
+            getattr(record.value, "embed", None), record.author.did, view_image_urls(views[0])
+        )
+        return QuotedPost(uri=uri, author_handle=record.author.handle, text=text, images=images)
     if isinstance(record, models.AppBskyEmbedRecord.ViewNotFound):
         return QuotedPost(uri=uri, state="not_found")
     if isinstance(record, models.AppBskyEmbedRecord.ViewBlocked):
@@ -241,8 +256,16 @@ def _quote_from_view(view: models.AppBskyEmbedRecord.View) -> QuotedPost:
     return QuotedPost(uri=uri, author_handle=getattr(creator, "handle", None), text=str(name))
 
 
-def _embed_from_view(embed: Any) -> Embed | None:
-    """The embed of a `PostView` (None without one, or for a kind phi does not know)."""
+def _embed_from_view(embed: Any, *, record_embed: Any, did: str) -> Embed | None:
+    """The embed of a `PostView` (None without one, or for a kind phi does not know), its
+    pictures' blobs read from the post record's `record_embed`."""
+    found = _kinds_from_view(embed)
+    if found is None or found.media_kind != "images":
+        return found
+    return replace(found, images=record_images(record_embed, did, view_image_urls(embed)))
+
+
+def _kinds_from_view(embed: Any) -> Embed | None:
     if isinstance(embed, models.AppBskyEmbedRecord.View):
         return Embed(kind="record", quote=_quote_from_view(embed))
     if isinstance(embed, models.AppBskyEmbedRecordWithMedia.View):
@@ -272,8 +295,16 @@ def _media_from_record(media: Any) -> Embed | None:
     return None
 
 
-def _embed_from_record(embed: Any) -> Embed | None:
-    """The embed of a post record (quotes stay `unresolved`: a record holds only the URI)."""
+def _embed_from_record(embed: Any, *, did: str) -> Embed | None:
+    """The embed of a post record by `did` (quotes stay `unresolved`: a record holds only
+    the URI)."""
+    found = _kinds_from_record(embed)
+    if found is None or found.media_kind != "images":
+        return found
+    return replace(found, images=record_images(embed, did))
+
+
+def _kinds_from_record(embed: Any) -> Embed | None:
     if isinstance(embed, models.AppBskyEmbedRecord.Main):
         return Embed(kind="record", quote=QuotedPost(uri=embed.record.uri, state="unresolved"))
     if isinstance(embed, models.AppBskyEmbedRecordWithMedia.Main):
@@ -344,7 +375,9 @@ class Post:
             like_count=view.like_count or 0,
             reply_count=view.reply_count or 0,
             facets=_facets(getattr(record, "facets", None)),
-            embed=_embed_from_view(view.embed),
+            embed=_embed_from_view(
+                view.embed, record_embed=getattr(record, "embed", None), did=view.author.did
+            ),
         )
 
 
@@ -398,7 +431,7 @@ class Notification:
             indexed_at=_parse_time(n.indexed_at),
             reply_root=root,
             reply_parent=parent,
-            embed=_embed_from_record(getattr(n.record, "embed", None)),
+            embed=_embed_from_record(getattr(n.record, "embed", None), did=n.author.did),
         )
 
 

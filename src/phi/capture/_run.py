@@ -148,7 +148,11 @@ def _open_memory(db: str | None) -> Memory:
     from phi.memory import Memory
 
     settings = load_settings()  # the edge of the drainer: PHI_HOME is closed (0700) here
-    return Memory.open(db or settings.resolved_memory_url(), embedder=settings.make_embedder())
+    return Memory.open(
+        db or settings.resolved_memory_url(),
+        embedder=settings.make_embedder(),
+        auto_upgrade=settings.auto_upgrade,
+    )
 
 
 async def _preload(memory: Memory, options: HookOptions, cwd: str | None) -> str | None:

@@ -70,6 +70,8 @@ def main() -> None:
 
 # Registers `phi memory extract | review | history | blocks ...` on `memory_app`.
 # Registers `phi memory walk | link` on `memory_app`.
+# Registers `phi memory upgrade | backup | restore` on `memory_app`.
+from phi.cli import memory_admin as _memory_admin  # noqa: E402, F401
 from phi.cli import memory_graph as _memory_graph  # noqa: E402, F401
 from phi.cli import memory_learning as _memory_learning  # noqa: E402, F401
 

@@ -143,11 +143,12 @@ def open_memory(db: str | None, *, sandbox: bool = False, creates: bool = False)
                 note(f"created a new, empty memory store at {location}")
     from phi.config import SettingsError
 
+    current = settings()
     try:
-        embedder = settings().make_embedder()
+        embedder = current.make_embedder()
     except SettingsError as exc:
         fail(str(exc))
-    return Memory.open(location, embedder=embedder)
+    return Memory.open(location, embedder=embedder, auto_upgrade=current.auto_upgrade)
 
 
 def _file_of(location: str) -> Path | None:

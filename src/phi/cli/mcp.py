@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,7 +19,11 @@ from phi.cli._edge import (
     run,
     shown_location,
 )
+from phi.cli._serve import base_url, listen, serve
 from phi.errors import UserError
+
+if TYPE_CHECKING:
+    import socket
 
 __all__ = ["mcp_command"]
 
@@ -48,7 +52,7 @@ def mcp_command(
         bool, typer.Option("--http", help="Serve streamable HTTP at /mcp instead of stdio.")
     ] = False,
     host: Annotated[str, typer.Option(help="Loopback address for --http.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port for --http.")] = 8765,
+    port: Annotated[int, typer.Option(help="Port for --http (0 picks a free one).")] = 8765,
     namespace_prefix: Annotated[
         str | None,
         typer.Option("--namespace-prefix", help="Confine the client to namespaces starting so."),
@@ -97,18 +101,23 @@ def mcp_command(
     except UserError as exc:
         fail(str(exc))
 
-    async def go() -> None:
+    async def go(sock: socket.socket | None) -> None:
         async with open_memory(db, sandbox=sandbox, creates=True) as memory:
             where = shown_location(memory_location(db, sandbox=sandbox))
             note(f"phi mcp serves the memory at {where}")
             server = build_server(memory, options)
-            if http:
-                note(f"MCP over streamable HTTP at http://{host}:{port}/mcp (Ctrl-C stops)")
-                await server.run_streamable_http_async(host=host, port=port)
-            else:
+            if sock is None:
                 await server.run_stdio_async()
+                return
+            ready = f"MCP over streamable HTTP at {base_url(host, sock)}/mcp (Ctrl-C stops)"
+            app = server.streamable_http_app(host=host)
+            await serve(app, sock, log_level=server.settings.log_level.lower(), ready=ready)
 
-    run(go)
+    if not http:
+        run(lambda: go(None))
+        return
+    with listen(host, port) as sock:
+        run(lambda: go(sock))
 
 
 def _serve_remote(
@@ -121,25 +130,28 @@ def _serve_remote(
     allow_forget: bool,
 ) -> None:
     """Streamable HTTP behind bearer tokens, each confined to its prefix (`phi.mcp.remote`)."""
-    import uvicorn
-
     from phi.mcp import DEFAULT_SESSION_NAMESPACE, McpOptions
     from phi.mcp.remote import build_remote_app, load_tokens
     from phi.redact import redact_logs
 
-    async def go() -> None:
+    try:
         tokens = load_tokens(token_file)
         options = McpOptions(
             allow_forget=allow_forget,
             session_namespace=session_namespace or DEFAULT_SESSION_NAMESPACE,
         )
+    except UserError as exc:
+        fail(str(exc))
+
+    async def go(sock: socket.socket) -> None:
         async with open_memory(db, sandbox=sandbox, creates=True) as memory:
             where = shown_location(memory_location(db, sandbox=sandbox))
             note(f"phi mcp serves the memory at {where}")
             app = build_remote_app(memory, tokens, options, host=host)
-            note(f"MCP over streamable HTTP at http://{host}:{port}/mcp, bearer tokens required")
-            config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+            url = base_url(host, sock)
+            ready = f"MCP over streamable HTTP at {url}/mcp, bearer tokens required"
             redact_logs("uvicorn", "uvicorn.access")  # a request line may carry a ?token=
-            await uvicorn.Server(config).serve()
+            await serve(app, sock, log_level="warning", ready=ready)
 
-    run(go)
+    with listen(host, port) as sock:
+        run(lambda: go(sock))

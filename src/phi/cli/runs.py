@@ -76,6 +76,9 @@ def show_command(
     for call in record.tool_calls:
         took = f" {call.seconds:.2f}s" if call.seconds is not None else ""
         out.append(f"- {call.tool}({call.args}) → {call.outcome}{took}: {call.result}")
+    if record.images:
+        out.append(f"images passed to the model ({len(record.images)}):")
+        out.extend(f"- {i.media_type}, {i.size:,} bytes, from {i.source}" for i in record.images)
     if record.actions:
         out.append("actions:")
         out.extend(f"- {line}" for line in record.actions)

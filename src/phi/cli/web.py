@@ -13,7 +13,6 @@ from phi.cli._edge import (
     err_console,
     fail,
     memory_location,
-    note,
     open_memory,
     run,
     settings,
@@ -70,7 +69,9 @@ def web_command(
     db: Db = None,
     sandbox: InSandbox = False,
     host: Annotated[str | None, typer.Option(help="Address (default $PHI_WEB_HOST).")] = None,
-    port: Annotated[int | None, typer.Option(help="Port (default $PHI_WEB_PORT).")] = None,
+    port: Annotated[
+        int | None, typer.Option(help="Port (default $PHI_WEB_PORT; 0 picks a free one).")
+    ] = None,
     trusted_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -82,33 +83,29 @@ def web_command(
 ) -> None:
     """Serve the memory API, the page at /memory and the run journal at /activity (writes
     need $PHI_WEB_TOKEN; off loopback, reads need it too)."""
-    import uvicorn
-
+    from phi.cli._serve import base_url, listen, serve
     from phi.redact import redact_logs
     from phi.runtime.journal import RunJournal
     from phi.web import create_app
 
     current = settings()
     access = web_access(current, host, trusted_host)
-    # Opened once here, so a mistyped --db fails now, not at the first request.
-    memory = open_memory(db, sandbox=sandbox, creates=True)
-    app = create_app(
-        lambda: memory,
-        token=access.token,
-        trusted_hosts=access.hosts,
-        token_for_reads=access.public,
-        journal=RunJournal.at_home(current.home),
-    )
-    at = port or current.web_port
-    config = uvicorn.Config(app, host=access.bind, port=at, log_level="info")
-    redact_logs("uvicorn", "uvicorn.access")  # a request line may carry a ?token=
-
-    async def go() -> None:
-        note(
-            f"phi's memory ({memory_location(db, sandbox=sandbox)}) at "
-            f"http://{access.bind}:{at}/memory, API docs at http://{access.bind}:{at}/docs, "
-            f"runs at http://{access.bind}:{at}/activity"
+    # Bound first: a taken port is one line before the store is opened, and the port the
+    # note names is the one bound (--port 0 picks a free one).
+    with listen(access.bind, current.web_port if port is None else port) as sock:
+        # Opened once here, so a mistyped --db fails now, not at the first request.
+        memory = open_memory(db, sandbox=sandbox, creates=True)
+        app = create_app(
+            lambda: memory,
+            token=access.token,
+            trusted_hosts=access.hosts,
+            token_for_reads=access.public,
+            journal=RunJournal.at_home(current.home),
         )
-        await uvicorn.Server(config).serve()
-
-    run(go)
+        url = base_url(access.bind, sock)
+        redact_logs("uvicorn", "uvicorn.access")  # a request line may carry a ?token=
+        ready = (
+            f"phi's memory ({memory_location(db, sandbox=sandbox)}) at {url}/memory, "
+            f"API docs at {url}/docs, runs at {url}/activity"
+        )
+        run(lambda: serve(app, sock, log_level="info", ready=ready))

@@ -48,6 +48,7 @@ _PROFILE: Final = ModelProfile(
     supports_json_object_output=False,
     default_structured_output_mode="tool",
     supports_inline_system_prompts=True,
+    supports_image_input=False,  # llama.cpp's text models: a picture would fail the request
 )
 """Structured output goes through output tools, which are just more branches of the schema.
 Mid-run system notes (pydantic-ai's "the following tools are now available") stay system

@@ -139,10 +139,13 @@ class Memory:
         embedder: Embedder | None = None,
         ingest_policy: IngestPolicy | None = None,
         recipe: RecallRecipe = DEFAULT_RECIPE,
+        auto_upgrade: bool | None = None,
     ) -> Memory:
-        """A memory at `location` (a SQLite file path); connect with `async with`."""
+        """A memory at `location` (a SQLite file path); connect with `async with`.
+        `auto_upgrade`: whether connecting applies pending schema migrations (None: the
+        backend's default, on for SQLite and off for PostgreSQL)."""
         return cls(
-            store=_open_store(location),
+            store=_open_store(location, auto_upgrade=auto_upgrade),
             embedder=embedder or MiniLMEmbedder(),
             ingest_policy=ingest_policy or IngestPolicy(),
             recipe=recipe,
@@ -388,9 +391,15 @@ class Memory:
         ]
         return sorted(found, key=lambda n: (-n.edge.weight, n.edge.edge_type, n.row.row_id))
 
-    async def recent(self, *, namespace: Namespaces = None, limit: int = 10) -> list[Row]:
-        """The newest active rows, newest first."""
-        where = self._filter(namespace, None, "active", None, None, None)
+    async def recent(
+        self,
+        *,
+        namespace: Namespaces = None,
+        limit: int = 10,
+        kinds: Sequence[Kind] | None = None,
+    ) -> list[Row]:
+        """The newest active rows (of `kinds`, or any), newest first."""
+        where = self._filter(namespace, kinds, "active", None, None, None)
         rows = await self.store.latest(where, limit=limit)
         if not rows:
             await self._require_namespaces(where)

@@ -10,17 +10,19 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic_ai.messages import (
+    BinaryContent,
     ModelMessage,
     ModelRequest,
     ModelResponse,
     SystemPromptPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 
 from phi.redact import redact, redact_json
 
-__all__ = ["JournalToolCall", "Outcome", "RunRecord", "record_of"]
+__all__ = ["JournalImage", "JournalToolCall", "Outcome", "RunRecord", "record_of"]
 
 Outcome = Literal["ok", "failed"]
 
@@ -39,6 +41,18 @@ class JournalToolCall:
     """pydantic-ai's outcome of the call: `success`, `retried`, `failed`..."""
     seconds: float | None = None
     """From the model's response to the tool's return, when both were timed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class JournalImage:
+    """A picture the run passed to the model: what it was, never its bytes."""
+
+    media_type: str
+    """`image/jpeg`, `image/png`..."""
+    size: int
+    """Bytes passed."""
+    source: str
+    """The URL the picture was fetched from (its blob's DID and CID are in it)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +81,8 @@ class RunRecord:
     output_tokens: int = 0
     actions: tuple[str, ...] = ()
     """What phi did, one line each, as the activity log wrote it."""
+    images: tuple[JournalImage, ...] = ()
+    """The pictures the user prompt passed to the model."""
 
     def redacted(self) -> RunRecord:
         """The record with each secret in its text replaced (`phi.redact`): a prompt, a
@@ -83,6 +99,7 @@ class RunRecord:
                 for call in self.tool_calls
             ),
             actions=tuple(redact(line) for line in self.actions),
+            images=tuple(replace(i, source=redact(i.source)) for i in self.images),
         )
 
     def summary(self) -> dict[str, Any]:
@@ -98,6 +115,7 @@ class RunRecord:
             "model": self.model,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "images": len(self.images),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -118,6 +136,10 @@ class RunRecord:
                 for c in self.tool_calls
             ],
             "actions": list(self.actions),
+            "images": [
+                {"media_type": i.media_type, "size": i.size, "source": i.source}
+                for i in self.images
+            ],
         }
 
 
@@ -133,6 +155,23 @@ def _prompt_of(messages: Sequence[ModelMessage]) -> str:
             parts = [p.content for p in message.parts if isinstance(p, SystemPromptPart)]
             return "\n\n".join(p for p in parts if p)
     return ""
+
+
+def _images_of(messages: Sequence[ModelMessage]) -> tuple[JournalImage, ...]:
+    """The pictures the user prompts carried (`phi.agent.prompt.batch_user_prompt` names each
+    by its source URL)."""
+    found = []
+    for message in messages:
+        if not isinstance(message, ModelRequest):
+            continue
+        for part in message.parts:
+            if isinstance(part, UserPromptPart) and not isinstance(part.content, str):
+                found += [
+                    JournalImage(media_type=c.media_type, size=len(c.data), source=c.identifier)
+                    for c in part.content
+                    if isinstance(c, BinaryContent)
+                ]
+    return tuple(found)
 
 
 def _tool_calls(messages: Sequence[ModelMessage]) -> tuple[JournalToolCall, ...]:
@@ -195,4 +234,5 @@ def record_of(
         input_tokens=sum(r.usage.input_tokens for r in responses),
         output_tokens=sum(r.usage.output_tokens for r in responses),
         actions=tuple(actions),
+        images=_images_of(messages),
     )

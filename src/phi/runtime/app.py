@@ -15,6 +15,7 @@ from typing import Final
 from phi.agent import CORE_TOOLS, AgentConfig, build_agent
 from phi.agent.control_log import CONTROL_LOG
 from phi.agent.mcp_config import load_mcp_servers
+from phi.agent.search import WebSearch
 from phi.atproto import ClientConfig, PhiClient
 from phi.config import Settings
 from phi.llm import describe_brain, is_local, resolve_model, uses_grammar
@@ -79,11 +80,18 @@ def agent_config(settings: Settings) -> AgentConfig:
         nsid_prefix=settings.nsid_prefix,
         owner_handle=settings.owner_handle,
         personality_file=settings.personality_file,
-        web_search_url=settings.web_search_url,
+        web_search=WebSearch.from_settings(settings),
+        card_search_url=settings.card_search_url,
         synthesize=not is_local(settings.memory_model or settings.model),
         mcp_servers=load_mcp_servers(settings.mcp_servers) if settings.mcp_servers else (),
         services=tuple(settings.health_urls),
         control_log=settings.home / CONTROL_LOG,
+        recent_conversations=settings.recent_conversations,
+        recent_conversation_chars=settings.recent_conversation_chars,
+        unshown_people=tuple(settings.deny_handles),
+        vision=settings.model_vision,
+        image_max_bytes=settings.image_max_bytes,
+        images_per_batch=settings.images_per_batch,
     )
 
 
@@ -110,7 +118,11 @@ async def open_runtime(
     async with (
         agent,
         PhiClient(client_config) as client,
-        Memory.open(settings.resolved_memory_url(), embedder=settings.make_embedder()) as memory,
+        Memory.open(
+            settings.resolved_memory_url(),
+            embedder=settings.make_embedder(),
+            auto_upgrade=settings.auto_upgrade,
+        ) as memory,
     ):
         runtime = PhiRuntime(
             client=client,

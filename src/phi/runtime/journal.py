@@ -29,10 +29,17 @@ from pydantic_ai import capture_run_messages
 
 from phi.errors import UserError
 from phi.private import make_private, private_file
-from phi.runtime._journal_records import JournalToolCall, Outcome, RunRecord, record_of
+from phi.runtime._journal_records import (
+    JournalImage,
+    JournalToolCall,
+    Outcome,
+    RunRecord,
+    record_of,
+)
 
 __all__ = [
     "DEFAULT_KEEP",
+    "JournalImage",
     "JournalToolCall",
     "Outcome",
     "RunJournal",
@@ -74,20 +81,21 @@ CREATE TABLE IF NOT EXISTS runs (
     input_tokens INTEGER NOT NULL,
     output_tokens INTEGER NOT NULL,
     tool_calls TEXT NOT NULL,
-    actions TEXT NOT NULL
+    actions TEXT NOT NULL,
+    images TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS runs_entry ON runs(entry, seq);
 """
 
 _COLUMNS: Final = (
     "r.run_id, r.entry, r.started_at, r.seconds, r.outcome, r.output, r.prompt_hash, p.text,"
-    " r.model, r.requests, r.input_tokens, r.output_tokens, r.tool_calls, r.actions"
+    " r.model, r.requests, r.input_tokens, r.output_tokens, r.tool_calls, r.actions, r.images"
 )
 
 
 def _row_to_record(row: tuple[Any, ...]) -> RunRecord:
     run_id, entry, started, seconds, outcome, output, prompt_hash, prompt, *rest = row
-    model, requests, input_tokens, output_tokens, calls, actions = rest
+    model, requests, input_tokens, output_tokens, calls, actions, images = rest
     return RunRecord(
         run_id=run_id,
         entry=entry,
@@ -103,6 +111,7 @@ def _row_to_record(row: tuple[Any, ...]) -> RunRecord:
         input_tokens=input_tokens,
         output_tokens=output_tokens,
         actions=tuple(json.loads(actions)),
+        images=tuple(JournalImage(**image) for image in json.loads(images)),
     ).redacted()  # a journal kept before redaction must not show its secrets either
 
 
@@ -128,6 +137,9 @@ class RunJournal:
         conn.execute("PRAGMA journal_mode=WAL")
         make_private(self.path)  # a -wal/-shm an older phi left 0644
         conn.executescript(_SCHEMA)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        if "images" not in columns:  # a journal kept before pictures were passed
+            conn.execute("ALTER TABLE runs ADD COLUMN images TEXT NOT NULL DEFAULT '[]'")
         return conn
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
@@ -153,8 +165,8 @@ class RunJournal:
             )
             conn.execute(
                 "INSERT INTO runs (run_id, entry, started_at, seconds, outcome, output,"
-                " prompt_hash, model, requests, input_tokens, output_tokens, tool_calls, actions)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " prompt_hash, model, requests, input_tokens, output_tokens, tool_calls, actions,"
+                " images) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     record.run_id,
                     record.entry,
@@ -169,6 +181,7 @@ class RunJournal:
                     record.output_tokens,
                     calls,
                     json.dumps(list(record.actions), ensure_ascii=False),
+                    json.dumps([asdict(i) for i in record.images], ensure_ascii=False),
                 ),
             )
             conn.execute(

@@ -29,6 +29,7 @@ from phi.runtime.control import (
     serve_control,
 )
 from phi.runtime.poller import PhiRuntime
+from phi.runtime.presence import ProfileNote, profile_note
 
 __all__ = ["WebServerFailed", "WebServing", "serve_phi", "stop_on_signals"]
 
@@ -96,8 +97,8 @@ async def serve_phi(
     stop: anyio.Event,
     web: WebServing | None = None,
 ) -> None:
-    """Log in, announce the brain, serve the control API (and `web`) and poll until
-    `stop`."""
+    """Log in, announce the brain, serve the control API (and `web`), keep the online note
+    in phi's bio (`phi.runtime.presence`) and poll until `stop`."""
     brains = choose_brains(settings)
     emit(brains.agent)
     if line := brains.memory_line():
@@ -113,6 +114,10 @@ async def serve_phi(
         ) as url:
             where = f"PHI_CONTROL_TOKEN or {settings.home / 'control.token'}"
             emit(f"control API on {url} (bearer token: {where})")
-            async with _serve_web(web, runtime, emit):
+            note = ProfileNote.from_settings(settings)
+            async with (
+                _serve_web(web, runtime, emit),
+                profile_note(runtime.client, runtime.memory, note, emit=emit),
+            ):
                 await runtime.serve(stop)
     emit("stopped")

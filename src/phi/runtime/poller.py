@@ -9,7 +9,8 @@ marked and the next tick tries again. If the run fails (the model's provider, a 
 other error), what it had replied to, liked or reposted stays done, and the rest waits in
 phi's pending queue (`phi.runtime.pending`) for a later tick, or is set aside after its last
 allowed failure. Then any scheduled job that is due runs: a musing, the daily reflection
-(extraction first), a service check, a summary refresh. Paused, the poller neither reads nor
+(extraction first), a service check, a summary refresh, an extraction pass on its own
+cadence. Paused, the poller neither reads nor
 marks notifications, so they accumulate.
 """
 
@@ -51,8 +52,9 @@ from phi.runtime.journal import RunJournal
 from phi.runtime.pending import Backoff, handled_uris
 from phi.runtime.ratelimit import Admission
 from phi.runtime.report import TickReport
-from phi.runtime.schedules import Job, Schedule, ScheduleState, check_services, transitions
+from phi.runtime.schedules import Job, Schedule, ScheduleState
 from phi.runtime.timing import TimedModel
+from phi.services import CHECK_TIMEOUT, check_services, record_check
 
 __all__ = ["PhiRuntime", "TickReport"]
 
@@ -310,15 +312,24 @@ class PhiRuntime:
         if job == "musing":
             await self._musing(now)
         elif job == "reflection":
-            if self.small is not None:
-                report = await extract(self.memory, self.small)
-                logger.info("reflection: extraction %s", report.counts())
+            await self._extract("reflection", now)
             await self._musing(now, entry="reflection")
         elif job == "service_check":
             await self._service_check(now)
         elif job == "summary_refresh" and self.small is not None:
             reports = await refresh_summaries(self.memory, self.small)
             logger.info("summary refresh: %d people", len(reports))
+        elif job == "extraction":
+            await self._extract("extraction", now)
+
+    async def _extract(self, job: Job, now: datetime) -> None:
+        """An extraction pass (none without a memory model); the reflection's counts as the
+        extraction job's too, so the two keep one cadence."""
+        if self.small is None:
+            return
+        report = await extract(self.memory, self.small)
+        logger.info("%s: extraction %s", job, report.counts())
+        self.schedule.mark("extraction", now)
 
     async def _last_post_text(self) -> str | None:
         posts = await self.client.list_own_posts(limit=1)
@@ -329,12 +340,19 @@ class PhiRuntime:
         return output
 
     async def _service_check(self, now: datetime) -> None:
-        async with httpx.AsyncClient(timeout=10) as http:
-            statuses = await check_services(self.schedule.config.health_urls, http)
-        changes = transitions(self._service_up, statuses)
+        """Check every watched service, keep what it found ([KNOWN SERVICES], [SERVICE
+        HEALTH]) and run phi on what changed since the last scheduled check, with the
+        decision whether to tag the owner (`phi.services.owner_alert`)."""
+        config = self.schedule.config
+        async with httpx.AsyncClient(timeout=CHECK_TIMEOUT) as http:
+            statuses = await check_services(config.health_urls, http)
+        report = await record_check(
+            self.memory, statuses, at=now, owner_services=config.owner_services
+        )
         self._service_up = {s.url: s.ok for s in statuses}
-        if changes:
-            await self._run("service_check", now, service_report="\n".join(changes))
+        if report.changes:
+            prompt = report.prompt(self.config.owner_handle)
+            await self._run("service_check", now, service_report=prompt)
 
     async def preview(self, entry: Entry = "notifications") -> str:
         """The exact system prompt the next run of `entry` would get (for a notification

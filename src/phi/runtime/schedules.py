@@ -1,4 +1,4 @@
-"""The schedule clock of `phi run`, and the service check it triggers.
+"""The schedule clock of `phi run`.
 
 The poller ticks every few seconds and asks `Schedule.due(now)` which scheduled jobs to run;
 after running one it calls `Schedule.mark(job, at)`. The clock is passed in, so tests need
@@ -14,21 +14,16 @@ from __future__ import annotations
 
 import json
 import logging
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Final, Literal, assert_never, get_args
-
-import anyio
-import httpx
 
 from phi.atproto import Post
 from phi.config import Settings
 from phi.errors import InvalidInput
 from phi.memory import Memory
 from phi.memory.model import utc_now
-from phi.redact import redact, redact_url
 
 __all__ = [
     "DEFAULT_MUSING_HOURS",
@@ -38,18 +33,16 @@ __all__ = [
     "Schedule",
     "ScheduleConfig",
     "ScheduleState",
-    "ServiceStatus",
-    "check_services",
-    "transitions",
 ]
 
-Job = Literal["musing", "reflection", "service_check", "summary_refresh"]
-"""A scheduled job: a musing post, the daily reflection, a service check, a summary refresh."""
+Job = Literal["musing", "reflection", "service_check", "summary_refresh", "extraction"]
+"""A scheduled job: a musing post, the daily reflection, a service check, a summary refresh,
+an extraction pass over new exchanges."""
 
 JOBS: Final[tuple[Job, ...]] = get_args(Job)
+"""Every job, in the order `Schedule.due` lists them."""
 
 logger = logging.getLogger("phi.runtime")
-"""Every job, in the order `Schedule.due` lists them."""
 
 DEFAULT_MUSING_HOURS: Final = frozenset({9, 13, 17, 21})
 """Four musings a day, four hours apart, from morning to evening in UTC (Europe's day and
@@ -70,6 +63,12 @@ class ScheduleConfig:
     """Time between two refreshes of phi's self-summary."""
     health_urls: tuple[str, ...] = ()
     """URLs the service check requests; empty means the check never runs."""
+    owner_services: tuple[str, ...] = ()
+    """Host patterns (`*.example.org`) of the owner's own services among `health_urls`: one
+    of them going down tags the owner (`phi.services.owner_alert`)."""
+    extraction_every: timedelta | None = None
+    """Time between two extraction passes, whatever the reflection does; `None`: only the
+    reflection's (the settings' default is daily, `PHI_EXTRACTION_HOURS`)."""
 
     def __post_init__(self) -> None:
         wrong = sorted(h for h in self.musing_hours if not 0 <= h <= 23)
@@ -79,20 +78,24 @@ class ScheduleConfig:
             raise InvalidInput(
                 f"the reflection hour is a UTC hour 0-23, got {self.reflection_hour!r}"
             )
-        for name in ("service_check_every", "summary_refresh_every"):
-            every: timedelta = getattr(self, name)
-            if every <= timedelta(0):
+        for name in ("service_check_every", "summary_refresh_every", "extraction_every"):
+            every: timedelta | None = getattr(self, name)
+            if every is not None and every <= timedelta(0):
                 raise InvalidInput(f"{name} must be positive, got {every!r}")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ScheduleConfig:
-        """The schedule of `musing_hours`, `reflection_hour`, `health_urls` and
-        `service_check_hours` (the summary refresh keeps its daily default)."""
+        """The schedule of `musing_hours`, `reflection_hour`, `health_urls`,
+        `service_check_hours`, `owner_services` and `extraction_hours` (the summary refresh
+        keeps its daily default)."""
+        hours = settings.extraction_hours
         return cls(
             musing_hours=frozenset(settings.musing_hours),
             reflection_hour=settings.reflection_hour,
             service_check_every=timedelta(hours=settings.service_check_hours),
             health_urls=tuple(settings.health_urls),
+            owner_services=tuple(settings.owner_services),
+            extraction_every=timedelta(hours=hours) if hours is not None else None,
         )
 
 
@@ -112,6 +115,8 @@ class Fired:
     """The last day whose reflection ran."""
     summary_refreshed_at: datetime | None = None
     """When the summary refresh last ran."""
+    extracted_at: datetime | None = None
+    """When an extraction pass (its own job, or the reflection's) last ran."""
 
 
 class Schedule:
@@ -123,6 +128,9 @@ class Schedule:
       is due one interval after `started_at` (nothing persists across restarts, and a
       restart loop should not hammer the services).
     - `summary_refresh`: at once, then every `summary_refresh_every`.
+    - `extraction`: with `extraction_every`, at once, then every `extraction_every`; the
+      reflection extracts first too and marks it (`mark("extraction", ...)`), so with
+      both on, the passes keep one cadence.
 
     A job stays due until it is marked, so a job whose run failed is retried on the next
     tick: mark it anyway if it should not be. A job that ran without posting (a refused
@@ -135,6 +143,7 @@ class Schedule:
         self._reflected_on: date | None = None
         self._last_service_check = _utc(started_at)
         self._last_summary_refresh: datetime | None = None
+        self._last_extraction: datetime | None = None
         self._held = False
 
     def due(self, now: datetime) -> list[Job]:
@@ -165,6 +174,7 @@ class Schedule:
             musings=frozenset(self._musings),
             reflected_on=self._reflected_on,
             summary_refreshed_at=self._last_summary_refresh,
+            extracted_at=self._last_extraction,
         )
 
     def restore(self, fired: Fired) -> None:
@@ -178,6 +188,8 @@ class Schedule:
             last = self._last_summary_refresh
             at = _utc(fired.summary_refreshed_at)
             self.mark("summary_refresh", at if last is None else max(last, at))
+        if fired.extracted_at is not None:
+            self.mark("extraction", fired.extracted_at)
 
     def mark(self, job: Job, at: datetime) -> None:
         """Record that `job` ran at `at`.
@@ -196,6 +208,9 @@ class Schedule:
             self._last_service_check = at
         elif job == "summary_refresh":
             self._last_summary_refresh = at
+        elif job == "extraction":
+            if self._last_extraction is None or at > self._last_extraction:
+                self._last_extraction = at
         else:
             assert_never(job)
 
@@ -248,6 +263,10 @@ class Schedule:
         if job == "summary_refresh":
             last = self._last_summary_refresh
             return last is None or now - last >= config.summary_refresh_every
+        if job == "extraction":
+            every = config.extraction_every
+            extracted = self._last_extraction
+            return every is not None and (extracted is None or now - extracted >= every)
         assert_never(job)
 
 
@@ -274,12 +293,14 @@ class ScheduleState:
             saved = json.loads(entry.value)
             refreshed = saved["summary_refreshed_at"]
             reflected = saved["reflected_on"]
+            extracted = saved.get("extracted_at")  # absent in what an older phi saved
             return Fired(
                 musings=frozenset(
                     (date.fromisoformat(day), int(hour)) for day, hour in saved["musings"]
                 ),
                 reflected_on=date.fromisoformat(reflected) if reflected else None,
                 summary_refreshed_at=datetime.fromisoformat(refreshed) if refreshed else None,
+                extracted_at=datetime.fromisoformat(extracted) if extracted else None,
             )
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             # Unreadable state must not stop phi: at worst a slot runs once more, and it says so.
@@ -294,91 +315,9 @@ class ScheduleState:
             "summary_refreshed_at": (
                 fired.summary_refreshed_at.isoformat() if fired.summary_refreshed_at else None
             ),
+            "extracted_at": fired.extracted_at.isoformat() if fired.extracted_at else None,
         }
         # Only the newest matters; one older version to fall back on.
         await self.memory.state.write(
             self.SCOPE, self.key, json.dumps(value, sort_keys=True), at=utc_now(), keep=2
         )
-
-
-@dataclass(frozen=True, kw_only=True)
-class ServiceStatus:
-    """The answer of one health URL."""
-
-    url: str
-    """The URL requested."""
-    ok: bool
-    """Whether it answered with a status below 400."""
-    status_code: int | None
-    """The HTTP status, or `None` when no answer came."""
-    error: str | None
-    """Why no answer came (timeout, refused connection...), or `None`."""
-    latency_ms: float
-    """Time until the answer or the failure, in milliseconds."""
-
-    @property
-    def detail(self) -> str:
-        """The status code, or the error when there was no answer."""
-        return str(self.status_code) if self.status_code is not None else str(self.error)
-
-
-async def check_services(urls: Sequence[str], client: httpx.AsyncClient) -> list[ServiceStatus]:
-    """`GET` each URL concurrently and report how it answered.
-
-    Network failures and timeouts (the `client`'s timeout applies) become statuses
-    (`ok=False` with an `error`), never exceptions.
-
-    Returns:
-        One status per URL, in the order of `urls`.
-    """
-    results: dict[int, ServiceStatus] = {}
-
-    async def check(index: int, url: str) -> None:
-        results[index] = await _check_one(url, client)
-
-    async with anyio.create_task_group() as tg:
-        for index, url in enumerate(urls):
-            tg.start_soon(check, index, url)
-    return [results[index] for index in range(len(urls))]
-
-
-async def _check_one(url: str, client: httpx.AsyncClient) -> ServiceStatus:
-    started = time.perf_counter()
-    try:
-        response = await client.get(url)
-    except httpx.HTTPError as exc:
-        return ServiceStatus(
-            url=url,
-            ok=False,
-            status_code=None,
-            # httpx may quote the URL, with whatever credentials it carries.
-            error=redact(f"{type(exc).__name__}: {exc}") if str(exc) else type(exc).__name__,
-            latency_ms=(time.perf_counter() - started) * 1000,
-        )
-    return ServiceStatus(
-        url=url,
-        ok=response.status_code < 400,
-        status_code=response.status_code,
-        error=None,
-        latency_ms=(time.perf_counter() - started) * 1000,
-    )
-
-
-def transitions(previous: Mapping[str, bool], current: Iterable[ServiceStatus]) -> list[str]:
-    """What changed since the last check, one line per service.
-
-    `previous` maps each URL to whether it was up (`{s.url: s.ok for s in last}`). A URL not
-    checked before is reported only when it is down.
-
-    Returns:
-        Lines like `https://x went down (503)` and `https://x recovered`, in the order of
-        `current`; each URL as `redact_url` shows it (the lines reach the prompt).
-    """
-    lines: list[str] = []
-    for status in current:
-        was_up = previous.get(status.url)
-        if not status.ok and was_up is not False:
-            lines.append(f"{redact_url(status.url)} went down ({status.detail})")
-        elif status.ok and was_up is False:
-            lines.append(f"{redact_url(status.url)} recovered")
-    return lines

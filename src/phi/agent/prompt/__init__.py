@@ -11,7 +11,11 @@ from collections.abc import Awaitable, Callable
 from typing import Final
 
 from phi.agent.deps import PhiDeps
-from phi.agent.prompt.batch import first_interaction_block, notifications_block
+from phi.agent.prompt.batch import (
+    batch_user_prompt,
+    first_interaction_block,
+    notifications_block,
+)
 from phi.agent.prompt.compact import (
     COMPACT_BLOCKS,
     COMPACT_EXAMPLES,
@@ -20,6 +24,7 @@ from phi.agent.prompt.compact import (
     fit_block,
 )
 from phi.agent.prompt.core_blocks import core_blocks_block
+from phi.agent.prompt.day import recent_conversations_block, service_health_block
 from phi.agent.prompt.discovery import discovery_block
 from phi.agent.prompt.operator import operational_history_block, operator_block
 from phi.agent.prompt.people import episodic_block, people_blocks
@@ -45,6 +50,7 @@ __all__ = [
     "PromptBlock",
     "PromptProfile",
     "base_prompt",
+    "batch_user_prompt",
     "compact_base",
     "default_personality",
     "fit_block",
@@ -76,6 +82,8 @@ BLOCKS: Final[tuple[tuple[str, PromptBlock], ...]] = (
     ("operations", operations_block),
     ("known_services", known_services_block),
     ("run", run_block),
+    ("recent_conversations", recent_conversations_block),
+    ("service_health", service_health_block),
     ("notifications", _notifications),
     ("people", people_blocks),
     ("episodic", episodic_block),

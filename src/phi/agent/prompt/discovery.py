@@ -1,10 +1,13 @@
 """[DISCOVERY POOL] (seed 003): strangers the owner has been liking lately.
 
-Derived from the owner's public like records (`app.bsky.feed.like` in their repo, read with
-`com.atproto.repo.listRecords` on the PDS phi uses: no outside hub), grouped by the liked
-post's author, minus phi, the owner and anyone phi has already talked to (a person with
-memories). Each person comes with one post the owner liked. Cached a few minutes: the owner
-does not like that fast, and the poll runs every ten seconds.
+Derived from the owner's public like records (`app.bsky.feed.like` in their repo), read
+with `com.atproto.repo.listRecords` on the owner's own PDS, found from their DID document
+(the owner may live on any PDS, not phi's), grouped by the liked post's author, minus phi,
+the owner and anyone phi has already talked to (a person with memories). Each person comes
+with one post the owner liked. When the likes cannot be read (the DID does not resolve, the
+PDS does not answer), the block says so in one line rather than going quiet: an empty pool
+and a broken one must not look alike. Cached a few minutes: the owner does not like that
+fast, and the poll runs every ten seconds.
 """
 
 from __future__ import annotations
@@ -14,15 +17,13 @@ from collections import Counter
 from datetime import timedelta
 from typing import Final
 
-import httpx
-
 from phi.agent.context import with_rows
 from phi.agent.deps import PhiDeps
-from phi.atproto import NotFound
+from phi.atproto import AtprotoError, NotFound, RequestRefused
 from phi.errors import PhiError
 from phi.memory import user_namespace
 
-__all__ = ["POOL_PEOPLE", "discovery_block", "owner_liked_uris"]
+__all__ = ["POOL_PEOPLE", "discovery_block"]
 
 logger = logging.getLogger("phi.agent.discovery")
 
@@ -30,35 +31,36 @@ DISCOVERY_TTL: Final = timedelta(minutes=5)
 LIKES_READ: Final = 100
 """The owner's latest likes looked at: "lately"."""
 POOL_PEOPLE: Final = 5
-
-
-async def owner_liked_uris(pds_url: str, owner_did: str, *, limit: int = LIKES_READ) -> list[str]:
-    """URIs of the posts `owner_did` liked, newest first, from their public like records."""
-    url = f"{pds_url.rstrip('/')}/xrpc/com.atproto.repo.listRecords"
-    params = {"repo": owner_did, "collection": "app.bsky.feed.like", "limit": str(limit)}
-    async with httpx.AsyncClient(timeout=10) as http:
-        response = await http.get(url, params=params)
-    response.raise_for_status()
-    uris = []
-    for record in response.json().get("records", []):
-        subject = record.get("value", {}).get("subject", {})
-        if isinstance(subject.get("uri"), str) and "/app.bsky.feed.post/" in subject["uri"]:
-            uris.append(subject["uri"])
-    return uris
+_REASON_CHARS: Final = 200
+"""The one line saying why the likes are unreadable is clipped to this."""
 
 
 def _author(uri: str) -> str:
     return uri.removeprefix("at://").split("/", 1)[0]
 
 
+def _why(exc: AtprotoError) -> str:
+    """Why, in phi's words only: a server's own message never reaches the prompt here."""
+    if isinstance(exc, RequestRefused):
+        reason = f"{exc.what} was refused (HTTP {exc.status})"
+    elif isinstance(exc, NotFound):
+        reason = f"{exc.what} was not found"
+    else:
+        reason = str(exc)
+    return " ".join(reason.split())[:_REASON_CHARS]
+
+
+def _header(owner: str) -> str:
+    return f"[DISCOVERY POOL — people @{owner} has been liking lately; you never talked]"
+
+
 async def _pool(deps: PhiDeps, owner: str) -> str:
     try:
-        owner_did = await deps.client.resolve_handle(owner)
-        liked = await owner_liked_uris(deps.client.config.pds_url, owner_did)
-    except (NotFound, httpx.HTTPError) as exc:
-        # The pool is a nicety: an unreachable repo leaves it out of this prompt only.
+        owner_did = owner if owner.startswith("did:") else await deps.client.resolve_handle(owner)
+        liked = await deps.client.liked_post_uris(owner_did, limit=LIKES_READ)
+    except AtprotoError as exc:
         logger.warning("discovery pool: the owner's likes are unreadable: %s", exc)
-        return ""
+        return f"{_header(owner)}\n(unavailable: cannot read @{owner}'s likes: {_why(exc)})"
     counts = Counter(_author(uri) for uri in liked)
     sample: dict[str, str] = {}
     for uri in liked:
@@ -75,7 +77,7 @@ async def _pool(deps: PhiDeps, owner: str) -> str:
     except PhiError as exc:
         logger.warning("discovery pool: sample posts unreadable: %s", exc)
         return ""
-    lines = [f"[DISCOVERY POOL — people @{owner} has been liking lately; you never talked]"]
+    lines = [_header(owner)]
     for did in chosen:
         post = posts.get(sample[did])
         if post is None:

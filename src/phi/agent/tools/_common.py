@@ -31,6 +31,9 @@ READ_TOOLS = frozenset(
         "user_block_view",
         "check_urls",
         "web_search",
+        "read_feed",
+        "owner_feeds",
+        "search_network_cards",
     }
 )
 """Tools that only look: the activity stream shows their calls (the others say what they did)."""

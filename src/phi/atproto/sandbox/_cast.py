@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -28,6 +29,9 @@ class CastRole:
     """Profile display name."""
     description: str
     """Profile bio."""
+    pds: Literal["main", "elsewhere"] = "main"
+    """Which PDS holds the account: the network's own (the AppView reads it first hand), or
+    a second one, as an account hosted anywhere else on the network is."""
 
 
 CAST: tuple[CastRole, ...] = (
@@ -59,11 +63,19 @@ CAST: tuple[CastRole, ...] = (
         display_name="Bob",
         description="likes boats",
     ),
+    CastRole(
+        name="faraway",
+        handle="faraway.elsewhere",
+        password="sandbox-faraway",
+        display_name="Faraway",
+        description="lives on another PDS",
+        pds="elsewhere",
+    ),
 )
-"""phi, its owner and two people to talk to it."""
+"""phi, its owner, two people to talk to it, and one person on a second PDS."""
 
 CastMember = str
-"""A cast member's short name: `phi`, `operator`, `alice` or `bob`."""
+"""A cast member's short name: `phi`, `operator`, `alice`, `bob` or `faraway`."""
 
 
 class SandboxAccount(BaseModel):
@@ -76,6 +88,8 @@ class SandboxAccount(BaseModel):
     did: str
     password: str
     app_password: str
+    pds_url: str | None = None
+    """The account's PDS when it is not the network's own (`SandboxInfo.pds_url`)."""
 
 
 class SandboxInfo(BaseModel):
@@ -89,6 +103,8 @@ class SandboxInfo(BaseModel):
     hook_url: str
     pid: int
     accounts: dict[str, SandboxAccount]
+    feeds: dict[str, str] = {}
+    """The custom feeds the network serves, by name: their generator records' AT-URIs."""
 
     def account(self, name: str) -> SandboxAccount:
         """The account of cast member `name` (`phi`, `operator`, `alice`, `bob`)."""
@@ -106,7 +122,8 @@ class SandboxInfo(BaseModel):
         """
         account = self.account(name)
         return ClientConfig(
-            pds_url=self.pds_url,
+            pds_url=account.pds_url or self.pds_url,
+            plc_url=self.plc_url,
             handle=account.handle,
             password=account.app_password,
             nsid_prefix=nsid_prefix,
@@ -130,6 +147,7 @@ def cast_env(cast: tuple[CastRole, ...] = CAST) -> str:
                 "password": r.password,
                 "displayName": r.display_name,
                 "description": r.description,
+                "pds": r.pds,
             }
             for r in cast
         ]

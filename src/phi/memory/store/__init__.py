@@ -43,20 +43,30 @@ __all__ = [
     "StoreStats",
     "UsageTotals",
     "open_store",
+    "store_location",
 ]
 
 
-def open_store(location: str | Path) -> Store:
+def open_store(location: str | Path, *, auto_upgrade: bool | None = None) -> Store:
     """The backend a location names: a file path or `sqlite://` URL (SQLite), or a
-    `postgresql://` / `postgres://` URL (PostgreSQL with pgvector)."""
+    `postgresql://` / `postgres://` URL (PostgreSQL with pgvector). `auto_upgrade`: whether
+    connecting applies pending migrations (None: the backend's default)."""
+    where = store_location(location)
+    if isinstance(where, Path):
+        return SQLiteStore(where, auto_upgrade=auto_upgrade)
+    return PostgresStore(where, auto_upgrade=auto_upgrade)
+
+
+def store_location(location: str | Path) -> Path | str:
+    """The SQLite file a location names, or the PostgreSQL URL it is."""
     text = str(location)
     if "://" not in text:
-        return SQLiteStore(Path(text).expanduser())
+        return Path(text).expanduser()
     if text.startswith("sqlite://"):
-        return SQLiteStore(Path(text.removeprefix("sqlite://")).expanduser())
+        return Path(text.removeprefix("sqlite://")).expanduser()
     scheme = text.split("://", 1)[0]
     if scheme in ("postgresql", "postgres"):
-        return PostgresStore(text)
+        return text
     raise StoreError(
         f"no memory backend for {scheme!r} URLs; use a SQLite file path or a postgresql:// URL"
     )

@@ -1,9 +1,11 @@
 """Migrations of the PostgreSQL store.
 
 Ordered functions registered by `@migration`, as in the SQLite store; each commits
-together with its bookkeeping row, and an applied migration is never edited. Every
-migration runs under one advisory lock, so processes opening a fresh store at once apply
-each migration once. Tables live in the connection's current schema (the first of its
+together with its bookkeeping row, and an applied migration is never edited. An
+upgrade holds one advisory lock from the moment it reads what is applied until its last
+migration commits, so processes or hosts upgrading one store at once apply each migration
+once and end at the same version; a backup holds the same lock shared, so no upgrade
+changes the schema under its dump. Tables live in the connection's current schema (the first of its
 `search_path`), so one database can hold several stores.
 """
 
@@ -14,14 +16,20 @@ from typing import Any, Final
 
 import psycopg
 
+from phi.memory.store._schema_version import SchemaVersion, pending_migrations
+
 __all__ = [
     "BUILD_MEMORY_MAX",
+    "MIGRATION_LOCK",
     "Conn",
     "apply_migrations",
     "build_memory",
+    "code_version",
+    "code_version_names",
     "create_vector_index",
     "create_vector_table",
     "missing_schema",
+    "schema_version",
 ]
 
 Conn = psycopg.AsyncConnection[tuple[Any, ...]]
@@ -29,7 +37,8 @@ Migration = Callable[[Conn], Awaitable[None]]
 _MIGRATIONS: list[tuple[str, Migration]] = []
 
 MIGRATION_LOCK: Final = 0x70686931
-"""Advisory lock key ("phi1") held while a migration is applied."""
+"""Advisory lock key ("phi1") held while migrations are applied (per database: two
+stores of one database take turns, which keeps `CREATE EXTENSION vector` to one)."""
 BUILD_MEMORY_MAX: Final = 4 << 30
 """The most memory an HNSW index build asks the server for (`maintenance_work_mem`, for
 one transaction): a million 384-d vectors need ~2.8 GB. A server that cannot give it
@@ -58,23 +67,65 @@ def migration(fn: Migration) -> Migration:
     return fn
 
 
-async def apply_migrations(conn: Conn) -> list[str]:
-    """Apply pending migrations in order; return the names applied."""
-    applied: list[str] = []
-    for name, fn in _MIGRATIONS:
-        async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-            await conn.execute(
-                "CREATE TABLE IF NOT EXISTS phi_migrations"
-                " (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
-            )
-            cur = await conn.execute("SELECT 1 FROM phi_migrations WHERE name = %s", (name,))
-            if await cur.fetchone() is not None:
+def code_version_names() -> list[str]:
+    """The names of this phi's migrations, in order."""
+    return [name for name, _ in _MIGRATIONS]
+
+
+def code_version() -> SchemaVersion:
+    """The schema version this phi's migrations make."""
+    return SchemaVersion.of(code_version_names())
+
+
+async def _applied(conn: Conn) -> list[str]:
+    # Qualified by the current schema: `to_regclass('phi_migrations')` would also find
+    # another store's table further down the search path (`public`).
+    cur = await conn.execute(
+        "SELECT to_regclass(format('%I.phi_migrations', current_schema())) IS NOT NULL"
+    )
+    (exists,) = await cur.fetchone() or (False,)
+    if not exists:
+        return []
+    cur = await conn.execute("SELECT name FROM phi_migrations")
+    return [name for (name,) in await cur.fetchall()]
+
+
+async def schema_version(conn: Conn) -> SchemaVersion:
+    """The version of the store in the connection's schema (0 when it holds none)."""
+    return SchemaVersion.of(await _applied(conn))
+
+
+async def apply_migrations(conn: Conn, *, upgrade: bool = True) -> list[str]:
+    """Apply pending migrations in order; return the names applied.
+
+    An up-to-date store is only read. Otherwise the session takes `MIGRATION_LOCK`,
+    reads again what is applied (another host may have upgraded meanwhile) and applies
+    the rest, each migration in a transaction with its bookkeeping row, before letting
+    go. A store from a newer phi (`SchemaTooNew`), or one behind this phi when `upgrade`
+    is off (`SchemaBehind`), is refused before anything is written. `conn` must not be
+    inside a transaction (the lock outlives each migration's).
+    """
+    known = code_version_names()
+    if not pending_migrations(await _applied(conn), known, upgrade=upgrade):
+        return []
+    await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+    try:
+        pending = set(pending_migrations(await _applied(conn), known, upgrade=upgrade))
+        applied: list[str] = []
+        for name, fn in _MIGRATIONS:
+            if name not in pending:
                 continue
-            await fn(conn)
-            await conn.execute("INSERT INTO phi_migrations (name) VALUES (%s)", (name,))
+            async with conn.transaction():
+                await conn.execute(
+                    "CREATE TABLE IF NOT EXISTS phi_migrations"
+                    " (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+                )
+                await fn(conn)
+                await conn.execute("INSERT INTO phi_migrations (name) VALUES (%s)", (name,))
             applied.append(name)
-    return applied
+        return applied
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
 
 async def create_vector_table(conn: Conn, dimension: int) -> None:

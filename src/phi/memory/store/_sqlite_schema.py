@@ -18,15 +18,20 @@ import apsw
 import sqlite_vec
 
 from phi.errors import StoreError
+from phi.memory.store._schema_version import SchemaVersion, pending_migrations
 from phi.memory.store._sqlite_text import index_terms
 
 __all__ = [
     "APPLICATION_ID",
+    "applied_migrations",
     "apply_migrations",
     "check_identity",
+    "code_version",
+    "code_version_names",
     "create_vector_table",
     "open_connection",
     "prepare_connection",
+    "schema_version",
 ]
 
 APPLICATION_ID: Final = 0x70686931
@@ -85,25 +90,49 @@ def prepare_connection(conn: apsw.Connection) -> None:
     conn.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
 
 
-def apply_migrations(conn: apsw.Connection, path: Path) -> list[str]:
+def code_version() -> SchemaVersion:
+    """The schema version this phi's migrations make."""
+    return SchemaVersion.of(code_version_names())
+
+
+def schema_version(conn: apsw.Connection) -> SchemaVersion:
+    """The version of the store on `conn` (0 for a file without phi's bookkeeping)."""
+    return SchemaVersion.of(applied_migrations(conn))
+
+
+def applied_migrations(conn: apsw.Connection) -> list[str]:
+    """The names of the migrations the store on `conn` has applied."""
+    (exists,) = next(
+        conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'phi_migrations'")
+    )
+    if not exists:
+        return []
+    return [name for (name,) in conn.execute("SELECT name FROM phi_migrations")]
+
+
+def apply_migrations(conn: apsw.Connection, path: Path, *, upgrade: bool = True) -> list[str]:
     """Apply pending migrations in order; return the names applied.
 
     Everything, the identity check and the read of what is already applied included, runs
     inside one `BEGIN EXCLUSIVE`: a second process opening the same fresh file waits for
     the first to finish and then finds nothing left to do (before, it could see a
     half-made schema and call it another program's database, or create a table twice).
+    A store from a newer phi (`SchemaTooNew`), or one behind this phi when `upgrade` is
+    off (`SchemaBehind`), is refused before the first write.
     """
     conn.execute("BEGIN EXCLUSIVE")
     try:
         check_identity(conn, path)
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS phi_migrations"
-            " (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-        )
-        done = {name for (name,) in conn.execute("SELECT name FROM phi_migrations")}
+        done = applied_migrations(conn)
+        pending = set(pending_migrations(done, code_version_names(), upgrade=upgrade))
+        if pending:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS phi_migrations"
+                " (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
         applied = []
         for name, fn in _MIGRATIONS:
-            if name in done:
+            if name not in pending:
                 continue
             with conn:  # a savepoint: the change and its bookkeeping row go together
                 fn(conn)
@@ -117,6 +146,11 @@ def apply_migrations(conn: apsw.Connection, path: Path) -> list[str]:
         raise
     conn.execute("COMMIT")
     return applied
+
+
+def code_version_names() -> list[str]:
+    """The names of this phi's migrations, in order."""
+    return [name for name, _ in _MIGRATIONS]
 
 
 def create_vector_table(conn: apsw.Connection, dimension: int) -> None:

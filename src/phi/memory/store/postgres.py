@@ -80,8 +80,13 @@ def _redacted(url: str) -> str:
 class PostgresStore:
     """A memory store in a PostgreSQL database (its tables in the connection's schema)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, auto_upgrade: bool | None = None) -> None:
+        """A store at `url`. `auto_upgrade` (default off: a team's hosts share the store,
+        and one host's upgrade would lock out every host still on the older phi) lets
+        `connect` apply this phi's pending migrations; off, a store behind it is refused
+        (`SchemaBehind`) until `phi memory upgrade`. A fresh store is always created."""
         self._url = url
+        self._auto_upgrade = False if auto_upgrade is None else auto_upgrade
         self._pool: psycopg_pool.AsyncConnectionPool[Conn] | None = None
         self._embedding: EmbeddingSpec | None = None
         self._tokenizer: Tokenizer | None = None
@@ -109,7 +114,7 @@ class PostgresStore:
                         f" does not exist; create it (CREATE SCHEMA {schema}) or fix the"
                         " URL's search_path"
                     )
-                await apply_migrations(conn)
+                await apply_migrations(conn, upgrade=self._auto_upgrade)
                 self._embedding = await self._read_embedding(conn)
                 cur = await conn.execute("SELECT current_schema()")
                 (schema,) = await cur.fetchone() or (None,)
@@ -318,8 +323,11 @@ class PostgresStore:
             for item, (row, rid) in zip(rows, stored, strict=True):
                 known[item.row.row_id] = known[row.row_id] = rid
             await write_sql.insert_edges(conn, edges, known)
-            if superseded:
-                await write_sql.set_status(conn, superseded, "superseded", at or datetime.now(UTC))
+            # A race can make a new row collapse onto the very row it supersedes: keep it.
+            kept = {row.row_id for row, _ in stored}
+            retired = [old for old in superseded if old not in kept]
+            if retired:
+                await write_sql.set_status(conn, retired, "superseded", at or datetime.now(UTC))
             return [row for row, _ in stored]
 
         return await self._write(write)

@@ -61,10 +61,19 @@ T = TypeVar("T")
 class SQLiteStore:
     """A memory store in one SQLite file: a `RowStore` and a `Ledger` (a `Store`)."""
 
-    def __init__(self, path: str | Path, *, busy_timeout: float = BUSY_TIMEOUT_MS / 1000) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        busy_timeout: float = BUSY_TIMEOUT_MS / 1000,
+        auto_upgrade: bool | None = None,
+    ) -> None:
         """A store at `path`; `busy_timeout` is how many seconds a write waits for another
-        process's lock before it fails with `StoreError`."""
+        process's lock before it fails with `StoreError`. `auto_upgrade` (default on: one
+        file has one user, who runs one phi) lets `connect` apply this phi's pending
+        migrations; off, a store behind it is refused (`SchemaBehind`)."""
         self._path = Path(path)
+        self._auto_upgrade = True if auto_upgrade is None else auto_upgrade
         self._busy_ms = int(busy_timeout * 1000)
         self._writer: apsw.Connection | None = None
         self._write_lock = anyio.Lock()
@@ -99,7 +108,7 @@ class SQLiteStore:
             check_identity(conn, self._path)
             prepare_connection(conn)
             make_private(self._path)  # a -wal/-shm left 0644 by an older phi
-            apply_migrations(conn, self._path)
+            apply_migrations(conn, self._path, upgrade=self._auto_upgrade)
             self._embedding = self._read_embedding(conn)
             if self._embedding is not None:
                 create_vector_table(conn, self._embedding.dimension)

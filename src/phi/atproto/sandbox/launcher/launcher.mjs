@@ -1,6 +1,10 @@
 // phi's sandbox launcher: a real local AT Protocol network (PLC, PDS, AppView) built with
 // the official @atproto/dev-env, plus the cast of accounts phi's tests and people talk to.
 //
+// Besides dev-env's network, two things the network's own PDS cannot show: a second PDS
+// ("elsewhere", handles `*.elsewhere`) that the AppView also follows, for accounts that live
+// anywhere else, and a feed generator with one feed ("cast-latest", made by the operator).
+//
 // Started and stopped by `phi.atproto.sandbox` (Python); every setting arrives as a
 // PHI_SANDBOX_* environment variable. When the network is up it writes the cast file (URLs,
 // handles, DIDs, passwords, app passwords) and serves a loopback-only hook:
@@ -10,7 +14,7 @@
 import fs from 'node:fs/promises'
 import http from 'node:http'
 
-import { TestNetwork } from '@atproto/dev-env'
+import { RepoSubscription, TestNetwork, TestPds } from '@atproto/dev-env'
 import pg from 'pg'
 
 const env = (name) => {
@@ -46,10 +50,95 @@ async function dropSchemas() {
   }
 }
 
-async function createCast(network) {
+const ELSEWHERE_DOMAIN = '.elsewhere'
+const FEED_RKEY = 'cast-latest'
+
+// A second PDS with its own handle domain. dev-env mocks handle resolution for its own PDS
+// only (`mockNetworkUtilities`); the resolvers learn to ask this one for `*.elsewhere`, as
+// DNS or https://<handle>/.well-known/atproto-did would on the real network.
+async function startElsewhere(network) {
+  const elsewhere = await TestPds.create({
+    didPlcUrl: network.plc.url,
+    hostname: 'localhost',
+    serviceHandleDomains: [ELSEWHERE_DOMAIN],
+    bskyAppViewUrl: network.bsky.url,
+    bskyAppViewDid: network.bsky.ctx.cfg.serverDid,
+  })
+  const resolvers = [
+    network.pds.ctx.idResolver,
+    network.bsky.ctx.idResolver,
+    network.bsky.dataplane.idResolver,
+    elsewhere.ctx.idResolver,
+  ]
+  for (const resolver of resolvers) {
+    const resolve = resolver.handle.resolve.bind(resolver.handle)
+    resolver.handle.resolve = async (handle) => {
+      if (!handle.endsWith(ELSEWHERE_DOMAIN)) return resolve(handle)
+      const account = await elsewhere.ctx.accountManager.getAccount(handle)
+      return account?.did ?? undefined
+    }
+  }
+  // The AppView follows both PDSes, as the real one follows a relay.
+  const sub = new RepoSubscription({
+    service: `ws://localhost:${elsewhere.port}`,
+    db: network.bsky.db,
+    idResolver: network.bsky.dataplane.idResolver,
+  })
+  void sub.start()
+  return { pds: elsewhere, sub }
+}
+
+// The cast's newest top-level posts, newest first: a skeleton built from the repos
+// themselves, so it needs no index of its own.
+function castLatestFeed(pdsFor, accounts) {
+  return async ({ params }) => {
+    const limit = Math.min(params.limit ?? 30, 100)
+    const posts = []
+    for (const account of Object.values(accounts)) {
+      const agent = pdsFor(account.name).getAgent()
+      const res = await agent.com.atproto.repo.listRecords({
+        repo: account.did,
+        collection: 'app.bsky.feed.post',
+        limit,
+      })
+      for (const record of res.data.records) {
+        if (!record.value.reply) posts.push({ uri: record.uri, at: record.value.createdAt })
+      }
+    }
+    posts.sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0))
+    return {
+      encoding: 'application/json',
+      body: { feed: posts.slice(0, limit).map((p) => ({ post: p.uri })) },
+    }
+  }
+}
+
+async function createFeeds(network, pdsFor, accounts, agents) {
+  const owner = accounts.operator
+  if (!owner) return {}
+  const uri = `at://${owner.did}/app.bsky.feed.generator/${FEED_RKEY}`
+  const generator = await network.createFeedGen({ [uri]: castLatestFeed(pdsFor, accounts) })
+  await agents.operator.com.atproto.repo.putRecord({
+    repo: owner.did,
+    collection: 'app.bsky.feed.generator',
+    rkey: FEED_RKEY,
+    record: {
+      $type: 'app.bsky.feed.generator',
+      did: generator.did,
+      displayName: 'Cast, latest',
+      description: "the sandbox cast's newest posts",
+      createdAt: new Date().toISOString(),
+    },
+  })
+  return { [FEED_RKEY]: uri }
+}
+
+async function createCast(pdsFor) {
   const accounts = {}
+  const agents = {}
   for (const member of cfg.cast) {
-    const agent = network.pds.getAgent()
+    const pds = pdsFor(member.name)
+    const agent = pds.getAgent()
     const handle = member.handle
     const res = await agent.createAccount({
       handle,
@@ -73,12 +162,14 @@ async function createCast(network) {
       did: res.data.did,
       password: member.password,
       app_password: appPassword.data.password,
+      pds_url: member.pds === 'elsewhere' ? pds.url : null,
     }
+    agents[member.name] = agent
   }
-  return accounts
+  return { accounts, agents }
 }
 
-function serveHook(network, shutdown) {
+function serveHook(processAll, shutdown) {
   const server = http.createServer(async (req, res) => {
     const reply = (status, body) => {
       res.writeHead(status, { 'content-type': 'application/json' })
@@ -87,7 +178,7 @@ function serveHook(network, shutdown) {
     try {
       if (req.method === 'GET' && req.url === '/health') return reply(200, { ok: true })
       if (req.method === 'POST' && req.url === '/process-all') {
-        await network.processAll()
+        await processAll()
         return reply(200, { ok: true })
       }
       if (req.method === 'POST' && req.url === '/shutdown') {
@@ -114,6 +205,22 @@ async function main() {
     pds: { port: cfg.pdsPort, hostname: 'localhost', enableDidDocWithSession: true },
     bsky: { port: cfg.appviewPort, publicUrl: `http://localhost:${cfg.appviewPort}` },
   })
+  const elsewhere = await startElsewhere(network)
+  const processAll = async () => {
+    await network.processAll()
+    await elsewhere.pds.processAll()
+    // As dev-env's processFullSubscription does for its own PDS: the subscription may
+    // call itself done before the PDS's last event has even reached it.
+    const last = await elsewhere.pds.ctx.sequencer.curr()
+    const deadline = Date.now() + 10_000
+    while (Date.now() < deadline) {
+      await elsewhere.sub.processAll()
+      const cursor = await elsewhere.sub.getCursor()
+      if (!last || (cursor && cursor >= last)) return
+      await new Promise((resolve) => setTimeout(resolve, 5))
+    }
+    throw new Error('the second PDS was not indexed within 10 s')
+  }
   let closing = false
   const shutdown = async (why) => {
     if (closing) return
@@ -121,6 +228,8 @@ async function main() {
     log(`shutting down (${why})`)
     const timer = setTimeout(() => process.exit(1), 15_000)
     try {
+      await elsewhere.sub.destroy()
+      await elsewhere.pds.close()
       await network.close()
     } catch (err) {
       log('close error', err)
@@ -132,8 +241,11 @@ async function main() {
   process.on('SIGINT', () => void shutdown('SIGINT'))
 
   log('creating cast')
-  const accounts = await createCast(network)
-  await network.processAll()
+  const byName = Object.fromEntries(cfg.cast.map((m) => [m.name, m.pds]))
+  const pdsFor = (name) => (byName[name] === 'elsewhere' ? elsewhere.pds : network.pds)
+  const { accounts, agents } = await createCast(pdsFor)
+  const feeds = await createFeeds(network, pdsFor, accounts, agents)
+  await processAll()
   const info = {
     plc_url: network.plc.url,
     pds_url: network.pds.url,
@@ -141,8 +253,9 @@ async function main() {
     hook_url: `http://127.0.0.1:${cfg.hookPort}`,
     pid: process.pid,
     accounts,
+    feeds,
   }
-  await serveHook(network, shutdown)
+  await serveHook(processAll, shutdown)
   // Written last and renamed into place: its presence means the network is ready.
   const tmp = `${cfg.castFile}.tmp`
   await fs.writeFile(tmp, JSON.stringify(info, null, 2), { mode: 0o600 })
