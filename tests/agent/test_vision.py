@@ -189,9 +189,15 @@ async def test_a_picture_reaches_a_model_that_sees_byte_for_byte(
 
     eyes = Eyes()
     async with phi_seeing(eyes, cast, minilm, tmp_path) as phi:
+        # `phi prompt --preview` shows the user's turn too: the picture as a line, not bytes.
+        preview = await phi.preview()
         await phi.tick()
         assert phi.journal is not None
         (record,) = await phi.journal.recent()
+    user_turn = preview.split("[USER PROMPT — what the run sends as the user's turn]\n", 1)[1]
+    assert '<external-images shown="1" of="1">' in user_turn
+    assert f"[image part: image/png, {len(image):,} bytes, from " in user_turn
+    assert f"cid={blob.cid}]" in user_turn
 
     (seen,) = eyes.images()
     assert (sha(seen.data), seen.media_type) == (sha(image), "image/png")

@@ -16,6 +16,7 @@ from phi.agent.core import (
     entry_prompt,
     run,
     system_prompt,
+    user_prompt_preview,
 )
 from phi.agent.deps import (
     Action,
@@ -50,4 +51,5 @@ __all__ = [
     "entry_prompt",
     "run",
     "system_prompt",
+    "user_prompt_preview",
 ]

@@ -13,7 +13,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Final
 
-from pydantic_ai import Agent, RunContext
+from pydantic_ai import Agent, BinaryContent, RunContext
 from pydantic_ai.models import Model
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
@@ -53,6 +53,7 @@ __all__ = [
     "run",
     "system_prompt",
     "toolset_for",
+    "user_prompt_preview",
 ]
 
 PhiAgent = Agent[PhiDeps, str]
@@ -230,6 +231,24 @@ async def run(agent: PhiAgent, deps: PhiDeps, prompt: str | None = None) -> str:
         with answering(texts, names=names):
             result = await agent.run(user_prompt, deps=deps)
     return result.output
+
+
+async def user_prompt_preview(agent: PhiAgent, deps: PhiDeps) -> str:
+    """The user prompt `run` would send for `deps`, as text: each picture a model that sees
+    would get is one line (media type, size, source), never its bytes."""
+    user_prompt = batch_user_prompt(
+        entry_prompt(deps.entry), await images_for_run(deps, model=agent.model)
+    )
+    if isinstance(user_prompt, str):
+        return user_prompt
+    return "\n".join(
+        part
+        if isinstance(part, str)
+        else f"[image part: {part.media_type}, {len(part.data):,} bytes, from {part.identifier}]"
+        if isinstance(part, BinaryContent)
+        else f"[{type(part).__name__}]"
+        for part in user_prompt
+    )
 
 
 async def system_prompt(agent: PhiAgent, deps: PhiDeps) -> str:

@@ -38,6 +38,7 @@ from phi.agent import (
     build_batch,
     run,
     system_prompt,
+    user_prompt_preview,
 )
 from phi.agent.deps import Batch, PhiPost
 from phi.agent.public import card_publisher
@@ -375,7 +376,9 @@ class PhiRuntime:
         last = await self._last_post_text() if entry in ("musing", "reflection") else None
         deps = self.deps(entry, now, batch=batch, last_post_text=last)
         # Printed for the operator: posts, tool output and URLs in it may hold secrets.
-        return redact(await system_prompt(self.agent, deps))
+        system = await system_prompt(self.agent, deps)
+        user = await user_prompt_preview(self.agent, deps)
+        return redact(f"{system}\n\n[USER PROMPT — what the run sends as the user's turn]\n{user}")
 
     # -- control API ---------------------------------------------------------------------
 
