@@ -140,6 +140,27 @@ class Mutant:
     after: str
 
 
+_RESELECT = """
+import json, sys, pytest
+
+class Ids:
+    def __init__(self):
+        self.ids = []
+    def pytest_collection_modifyitems(self, items):
+        self.ids = [item.nodeid for item in items]
+
+args = ["--collect-only", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+first, again = Ids(), Ids()
+pytest.main([*args, *sys.argv[1:]], plugins=[first])
+code = pytest.main([*args, *first.ids], plugins=[again]) if first.ids else 0
+lost = [i for i in first.ids if i not in again.ids]
+print(json.dumps(lost[:10]))
+sys.exit(1 if lost or code else 0)
+"""
+"""Collects the given tests, then selects what it found again by node id in the same
+process, as mutmut does; fails naming the ids it cannot find."""
+
+
 class Scratch:
     """A scratch copy of the tree with mutmut configured for one module."""
 
@@ -152,33 +173,28 @@ class Scratch:
         }
 
     def check_node_ids(self) -> None:
-        """Refuse tests whose node ids pytest cannot select again.
+        """Refuse tests whose node ids pytest cannot select again in the same process.
 
-        mutmut runs each mutant's tests by node id. A parametrized id pytest cannot find
-        from the command line (a `[` or a control character in it) makes the forked run
-        raise instead of testing; the child then hangs in onnxruntime's exit handlers until
-        mutmut's wall timeout, which it calls a kill. So a test named that way is an error.
+        mutmut collects the tests, then runs each mutant's by node id in a process forked
+        from the one that collected them. An id pytest cannot find there (one it made from
+        a bytes parameter) makes the forked run raise instead of testing; the child then
+        hangs in onnxruntime's exit handlers until mutmut's wall timeout, which it counts
+        as a kill. So such a test is an error here, before any mutant runs.
         """
-        ids = self._collect(list(self.module.tests))
-        again = set(self._collect(ids)) if ids else set()
-        lost = [i for i in ids if i not in again]
-        if lost:
-            raise SystemExit(
-                f"pytest cannot select these tests of {self.module.path} by node id (give"
-                f" their parameters plain ids): {lost[:5]}"
-            )
-
-    def _collect(self, selection: list[str]) -> list[str]:
         python = str(ROOT / ".venv" / "bin" / "python")
         done = subprocess.run(
-            [python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *selection],
+            [python, "-c", _RESELECT, *self.module.tests],
             cwd=self.into,
             env=self.env,
             capture_output=True,
             text=True,
             check=False,
         )
-        return [line for line in done.stdout.splitlines() if "::" in line]
+        if done.returncode != 0:
+            raise SystemExit(
+                f"pytest cannot select these tests of {self.module.path} again by node id"
+                f" (give their parameters plain ids):\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+            )
 
     def run(self, names: list[str] | None = None) -> str:
         """`mutmut run` (all mutants, or only `names`); its output."""
@@ -428,7 +444,12 @@ def main(argv: list[str] | None = None) -> int:
         tallies = run_changed(modules, base=base, workers=args.workers)
         failed = any(t.survived for t in tallies)
     else:
-        tallies = [run_module(m, workers=args.workers) for m in modules]
+        tallies = []
+        for module in modules:
+            tallies.append(run_module(module, workers=args.workers))
+            if not args.json and len(modules) > 1:
+                # A full run takes an hour or more: each module's row as soon as it is known.
+                print(f"done: {json.dumps(asdict(tallies[-1]))}", file=sys.stderr, flush=True)
         failed = any(t.score < args.threshold for t in tallies)
         if args.record and not failed and not args.paths:
             head = subprocess.run(

@@ -51,10 +51,13 @@ def _logging_restored() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def phi_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point all of phi's local state at a temporary folder."""
+    """Point all of phi's local state at a temporary folder. A capture hook a test runs as a
+    subprocess may start a resident process (`phi.capture.resident`): it stops 5 s after
+    its last request instead of the default ten minutes, so none outlives its test long."""
     home = tmp_path / "phi-home"
     home.mkdir()
     monkeypatch.setenv("PHI_HOME", str(home))
+    monkeypatch.setenv("PHI_CAPTURE_RESIDENT_IDLE_S", "5")
     return home
 
 

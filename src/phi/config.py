@@ -154,6 +154,16 @@ class Settings(BaseSettings):
     """`Host` names `phi web` answers besides the loopback names (`*`: any), e.g. its
     public name when it binds a non-loopback address."""
 
+    capture_url: str | None = None
+    """A `phi mcp --http` server's endpoint (`https://host/mcp`): `phi capture` delivers its
+    queued events there instead of writing the store (team capture)."""
+
+    capture_token: SecretStr | None = None
+    """Bearer token for `capture_url` (or put it in `capture_token_file`)."""
+
+    capture_token_file: Path | None = None
+    """A file (mode 0600) holding the bearer token for `capture_url`."""
+
     poll_seconds: float = Field(default=10, gt=0)
     """Seconds between two notification polls of `phi run`."""
 

@@ -96,7 +96,26 @@ def nested(levels: int, *, opener: str = "[", closer: str = "]") -> str:
             "hook event holds a lone surrogate (an escape from \\ud800 to \\udfff); not text",
         ),
     ],
-    ids=lambda v: v[:20] if isinstance(v, bytes) else None,
+    # Plain ids: mutmut selects each test again by node id, in the process that collected
+    # it, and pytest finds no test whose id it made from bytes (scripts/_mutate.py checks).
+    ids=[
+        "empty",
+        "blank",
+        "not-json",
+        "list",
+        "string",
+        "unknown-name",
+        "no-name",
+        "no-session",
+        "null-session",
+        "int-session",
+        "blank-session",
+        "empty-session",
+        "not-utf8",
+        "too-deep",
+        "huge-number",
+        "lone-surrogate",
+    ],
 )
 def test_each_refusal_is_one_exact_line(stdin: bytes, line: str, tmp_path: Path) -> None:
     assert refused(stdin, tmp_path) == f"phi capture: {line}\n"
@@ -141,3 +160,32 @@ def test_the_size_limit_is_exact_to_the_byte() -> None:
     one_over = b" " + exact
     with pytest.raises(InvalidInput, match=f"^hook event of {MAX_EVENT_BYTES + 1} bytes is"):
         read_event(io.BytesIO(one_over))
+
+
+def test_a_deep_value_before_plain_ones_is_still_found() -> None:
+    """Every value is looked into, whatever its place among the event's fields."""
+    inner = "[" * MAX_NESTING + "]" * MAX_NESTING  # the event itself is the first level
+    deep_first = '{"deep": ' + inner + ', "hook_event_name": "Stop", "session_id": "s"}'
+    with pytest.raises(InvalidInput, match="nested over 200 levels"):
+        check_event(deep_first)
+
+
+class Pipe(io.BytesIO):
+    """A host's pipe: what one read may ask for is recorded."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(data)
+        self.asked: list[int | None] = []
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        self.asked.append(size)
+        return super().read(size)
+
+
+def test_an_event_over_the_limit_is_never_held_whole() -> None:
+    """Reading past the limit goes in chunks: a host's runaway output is counted, not held."""
+    stream = Pipe(b" " * (MAX_EVENT_BYTES + 3 * (1 << 20)))
+    with pytest.raises(InvalidInput, match="over the limit"):
+        read_event(stream)
+    assert stream.asked[0] == MAX_EVENT_BYTES + 1
+    assert all(size is not None and 0 < size <= MAX_EVENT_BYTES + 1 for size in stream.asked)

@@ -13,13 +13,20 @@ SETTINGS = Path(__file__).parent.parent.parent / "examples" / "claude-code" / "s
 
 def test_every_captured_event_runs_phi_capture(tmp_path: Path) -> None:
     hooks = json.loads(SETTINGS.read_text())["hooks"]
+    # Every event that carries work: a failing tool fires PostToolUseFailure, not
+    # PostToolUse; a subagent's words, and a session compacted or ended, are kept too.
     assert sorted(hooks) == [
         "PostToolUse",
+        "PostToolUseFailure",
+        "PreCompact",
         "PreToolUse",
+        "SessionEnd",
         "SessionStart",
         "Stop",
+        "SubagentStop",
         "UserPromptSubmit",
     ]
+    assert hooks["PostToolUseFailure"][0]["matcher"] == "*"
     commands = {h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]}
     (command,) = commands
     # Run it the way Claude Code does (through a shell), with a bad event: the command

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from phi.capture.events import HookName
-from phi.capture.hooks import MAX_EVENT_CHARS, HookOutcome, apply_event, parse_event
+from phi.capture.hooks import MAX_KEPT_CHARS, HookOutcome, apply_event, parse_event
 from phi.errors import InvalidInput
 from phi.memory import Memory, Row
 
@@ -106,19 +106,16 @@ async def test_events_that_carry_nothing_store_nothing(memory: Memory) -> None:
     assert await texts(memory) == ["user: only this"]
 
 
-async def test_a_prompt_over_the_limit_keeps_its_head_and_tail(memory: Memory) -> None:
-    """A whole build log pasted as a prompt keeps its first and last 2,000 characters."""
-    assert MAX_EVENT_CHARS == 4000
-    exact = "a" * 2000 + "c" * 2000
-    done = await send(memory, "UserPromptSubmit", prompt=exact)
-    assert "".join(r.meta["turns"][0]["text"] for r in done.rows) == exact
+async def test_a_long_prompt_is_kept_whole_in_chunks(memory: Memory) -> None:
+    """A whole build log pasted as a prompt is kept, cut only into chunks."""
+    assert MAX_KEPT_CHARS == 200_000
     over = "a" * 2000 + "b" + "c" * 2000
     done = await send(memory, "UserPromptSubmit", prompt=over, session="s2")
     assert [r.meta["turns"][0]["text"] for r in done.rows] == [
         "a" * 1200,
-        "a" * 800 + "\n\n[... 1 characters left out ...]",
+        "a" * 800 + "b" + "c" * 399,
         "c" * 1200,
-        "c" * 800,
+        "c" * 401,
     ]
 
 
@@ -162,7 +159,7 @@ async def test_a_prompt_over_the_limit_keeps_its_head_and_tail(memory: Memory) -
             'decision: call WebFetch with {"command": 3, "prompt": "résumé",'
             ' "url": "https://example.org"}',
         ),
-        ("Glob", None, "decision: call Glob with {}"),
+        ("Task", None, "decision: call Task with {}"),
     ],
 )
 async def test_a_tool_call_is_a_decision_in_words(
@@ -299,11 +296,11 @@ async def test_a_file_edit_is_a_file_change_unless_it_failed(memory: Memory) -> 
     )
     assert done.rows[0].content == "error in Write: read-only"
     assert done.rows[0].meta["path"] == "/src/a.py"
-    # A file path given to a tool that reads: its result, with the path.
+    # A file a tool read: one row of what the session looked at, not its content.
     done = await send(
         memory, "PostToolUse", tool_name="Read", tool_input={"file_path": "/r"}, tool_response="r"
     )
-    assert (done.rows[0].content, done.rows[0].meta["path"]) == ("tool result of Read: r", "/r")
+    assert done.rows[0].content == "files looked at in this session: /r"
     done = await send(
         memory, "PostToolUse", tool_name="Edit", tool_input={"file_path": 3}, tool_response="?"
     )
@@ -325,7 +322,7 @@ def said(role: str, content: object) -> dict[str, object]:
     return {"message": {"role": role, "content": content}}
 
 
-async def test_stop_stores_the_last_assistant_message_of_the_transcript(
+async def test_stop_stores_every_assistant_text_of_the_transcript(
     memory: Memory, tmp_path: Path
 ) -> None:
     path = transcript(
@@ -345,10 +342,13 @@ async def test_stop_stores_the_last_assistant_message_of_the_transcript(
         b'{"message": {"role": "assistant", "content": "cut \xff',  # mid-write
     )
     done = await send(memory, "Stop", transcript_path=path)
-    (row,) = done.rows
-    assert done == HookOutcome(event="Stop", rows=(row,))
-    assert row.content == "assistant: the last answer"
-    assert row.meta["turns"] == [
+    assert done == HookOutcome(event="Stop", rows=done.rows)
+    assert [r.content for r in done.rows] == [
+        "assistant: an earlier answer",
+        "assistant: an answer in parts",
+        "assistant: the last answer",
+    ]
+    assert done.rows[-1].meta["turns"] == [
         {"speaker": "assistant", "text": "the last answer", "by_phi": True}
     ]
     parts = transcript(
@@ -395,6 +395,10 @@ async def test_each_row_names_the_queued_event(memory: Memory, tmp_path: Path) -
     for name, fields in events:
         once = await send(memory, name, event_id=f"id-{name}", **fields)
         twice = await send(memory, name, event_id=f"id-{name}", **fields)
+        if name == "Stop":  # a transcript entry's rows are named by the entry
+            assert [r.meta["event"][:5] for r in once.rows] == ["said-"]
+            assert twice.rows == ()  # kept already
+            continue
         assert [r.meta["event"] for r in once.rows] == [f"id-{name}"]
         assert twice.rows == once.rows
     assert len(await texts(memory)) == 4

@@ -35,7 +35,9 @@ def hook(
         input=payload,
         capture_output=True,
         text=True,
-        env={**os.environ, "PHI_HOME": str(home)},
+        # One namespace for both commands: `phi capture` stores in `agent-sessions` unless
+        # told otherwise, `python -m phi.capture` in the project's own unless told this.
+        env={**os.environ, "PHI_HOME": str(home), "PHI_CAPTURE_PROJECT": "agent-sessions"},
         timeout=120,
         check=False,
     )
@@ -73,20 +75,35 @@ def test_a_later_session_starts_with_the_earlier_decision_and_its_result(
     async def graph() -> None:
         async with Memory.open(db) as memory:
             rows = {r.content.split("\n")[0][:60]: r async for r in memory.export()}
-            assert len(rows) == 10  # prompt, 4 decisions, 4 results, the assistant's answer
+            # The prompt, 3 decisions and their 3 results, what the session looked at (one
+            # row for the Read, no decision or result of its own), and both assistant texts
+            # of the transcript: the one between tool calls and the answer.
+            assert len(rows) == 10
             by_use = {(r.meta["capture"], r.meta.get("tool_use_id")): r for r in rows.values()}
+            (looked,) = [r for r in rows.values() if r.meta["capture"] == "looked_at"]
+            assert looked.content == (
+                "files looked at in this session: /home/dev/src/tidepool/src/tidepool/sessions.py"
+            )
+            assert all(r.meta.get("tool") != "Read" for r in rows.values())
+            said = [r.content for r in rows.values() if r.meta.get("said")]
+            assert said[0] == "assistant: Let me run the failing tests first."
+            assert said[1].startswith("assistant: Fixed. `Session.expires_at` was built with")
+            assert len(said) == 2
             rerun = by_use["decision", "toolu_01Hs2Tn5Ym7Wc3Xd9Ke4Gb8P"]
             passed = by_use["tool_result", "toolu_01Hs2Tn5Ym7Wc3Xd9Ke4Gb8P"]
             edit = by_use["decision", "toolu_01Vb6cXe4Hj8Kp2Qr7Sd1Fa5"]
             changed = by_use["file_change", "toolu_01Vb6cXe4Hj8Kp2Qr7Sd1Fa5"]
-            prompt = next(r for r in rows.values() if r.meta["capture"] == "turn")
+            (prompt,) = [r for r in rows.values() if r.content.startswith("user: ")]
             for cause, effect in ((rerun, passed), (edit, changed), (prompt, edit)):
                 causal = await memory.neighbors(cause.row_id, types=["causal"])
                 assert [(n.edge.src, n.edge.dst) for n in causal if n.row == effect] == [
                     (cause.row_id, effect.row_id)
                 ]
-            # The first run failed: its result is linked to the run, not to the rerun.
-            failed = by_use["tool_result", "toolu_01GxQ7hK2mVb9sT4nR8yLw3E"]
+            # The first run failed (PostToolUseFailure): its error is kept whole and linked
+            # to the run, not to the rerun.
+            failed = by_use["error", "toolu_01GxQ7hK2mVb9sT4nR8yLw3E"]
+            assert failed.content.startswith("error in Bash: Exit code 1\nF\n")
+            assert failed.content.endswith("offset-aware datetimes\n1 failed in 0.21s")
             causal = await memory.neighbors(failed.row_id, types=["causal"])
             assert [n.row.meta.get("tool_use_id") for n in causal] == [
                 "toolu_01GxQ7hK2mVb9sT4nR8yLw3E"

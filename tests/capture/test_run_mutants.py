@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import apsw
 import pytest
 
 from phi.capture import HookOptions, Spool, SpoolEntry, run_hook
@@ -261,6 +262,30 @@ def test_without_a_store_named_the_configured_one_is_used(tmp_path: Path, phi_ho
     options = HookOptions(spool_dir=tmp_path / "capture", namespace="dev", wait=True)
     assert hook(prompt("to the default store"), options) == (0, "", "")
     assert contents(phi_home / "memory.db") == ["user: to the default store"]
+
+
+def test_the_drain_keeps_to_the_auto_upgrade_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SQLite store behind this phi's schema upgrades on open by default; with
+    PHI_AUTO_UPGRADE=false the drain refuses it and the event stays queued."""
+    db = tmp_path / "m.db"
+    options = HookOptions(spool_dir=tmp_path / "capture", db=str(db), namespace="dev", wait=True)
+    assert hook(prompt("first"), options) == (0, "", "")
+    conn = apsw.Connection(str(db))  # back to before migration 6, as its own test does
+    conn.execute("DROP INDEX embed_queue_namespace")
+    conn.execute("ALTER TABLE embed_queue DROP COLUMN namespace")
+    conn.execute("DELETE FROM phi_migrations WHERE name = 'm006_embed_queue_namespace'")
+    conn.close()
+    monkeypatch.setenv("PHI_AUTO_UPGRADE", "false")
+    code, out, err = hook(prompt("kept for later"), options)
+    assert (code, out) == (0, "")
+    assert err.startswith("phi capture: 1 event(s) queued for later: this store is at schema")
+    assert err.endswith("(automatic upgrades are off for this store: PHI_AUTO_UPGRADE)\n")
+    assert Spool(directory=options.spool_dir).pending() == 1
+    monkeypatch.delenv("PHI_AUTO_UPGRADE")
+    assert hook(prompt("then stored"), options) == (0, "", "")
+    assert contents(db) == ["user: first", "user: kept for later", "user: then stored"]
 
 
 def test_a_misconfigured_embedder_keeps_the_event_queued(

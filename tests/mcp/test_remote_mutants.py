@@ -58,8 +58,12 @@ def test_a_token_file_gives_each_token_its_prefix(tmp_path: Path) -> None:
 
 def test_each_mistake_in_a_token_file_is_one_line_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "tokens"
+    # A third field makes the line a `NAME TOKEN GRANT...` one (team capture, issue 26).
     assert refused(tmp_path, f"team-a- {TOKEN_A}\nteam-b- {TOKEN_B} extra\n") == (
-        f"{path}:2: expected 'PREFIX TOKEN', got 3 fields"
+        f"{path}:2: grant 'extra' is not 'rw:PREFIX' or 'ro:PREFIX' (e.g. 'ro:team-')"
+    )
+    assert refused(tmp_path, f"team-a- {TOKEN_A}\n{TOKEN_B}\n") == (
+        f"{path}:2: expected 'PREFIX TOKEN' or 'NAME TOKEN GRANT...', got 1 field(s)"
     )
     assert refused(tmp_path, f"team-a- {'a' * 23}\n") == (
         f"{path}:1: token is 23 characters; use at least 24 (e.g. `openssl rand -hex 16`)"

@@ -76,6 +76,7 @@ async def test_tools_and_round_trip_in_process(memory: Memory) -> None:
             "neighbors",
             "history",
             "capture",
+            "capture_event",
             "link",
             "walk",
         }

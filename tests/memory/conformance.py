@@ -14,6 +14,7 @@ from datetime import timedelta
 import pytest
 
 from phi.memory.store import Ledger, ModelCallRecord, Store
+from tests.memory.conformance_forget_row import ForgetRowConformance
 from tests.memory.conformance_ledger import LedgerConformance
 from tests.memory.conformance_rows import (
     CONFORMANCE_SPEC,
@@ -27,6 +28,7 @@ from tests.memory.conformance_rows import (
 __all__ = [
     "CONFORMANCE_SPEC",
     "T0",
+    "ForgetRowConformance",
     "LedgerConformance",
     "RowStoreConformance",
     "StoreConformance",
@@ -37,7 +39,7 @@ __all__ = [
 
 
 @pytest.mark.anyio
-class StoreConformance(RowStoreConformance, LedgerConformance):
+class StoreConformance(RowStoreConformance, LedgerConformance, ForgetRowConformance):
     @pytest.fixture
     def ledger(self, store: Store) -> Ledger:
         return store

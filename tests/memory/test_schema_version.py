@@ -89,6 +89,8 @@ async def _sqlite_store(path: Path) -> None:
 def _back_to_version_5(path: Path) -> None:
     """The store as phi left it before migration 6 (as its own test of m006 does)."""
     conn = apsw.Connection(str(path))
+    conn.execute("ALTER TABLE rows DROP COLUMN written_by")
+    conn.execute("DELETE FROM phi_migrations WHERE name = 'm007_written_by'")
     conn.execute("DROP INDEX embed_queue_namespace")
     conn.execute("ALTER TABLE embed_queue DROP COLUMN namespace")
     conn.execute("DELETE FROM phi_migrations WHERE name = 'm006_embed_queue_namespace'")
@@ -109,7 +111,7 @@ async def test_a_sqlite_store_from_a_newer_phi_is_refused_and_not_written(tmp_pa
     path = tmp_path / "m.db"
     await _sqlite_store(path)
     conn = apsw.Connection(str(path))
-    conn.execute("INSERT INTO phi_migrations VALUES ('m007_from_the_future', datetime('now'))")
+    conn.execute("INSERT INTO phi_migrations VALUES ('m099_from_the_future', datetime('now'))")
     conn.close()
     before = _digest(path)
     ours = _sqlite_schema.code_version()
@@ -117,7 +119,7 @@ async def test_a_sqlite_store_from_a_newer_phi_is_refused_and_not_written(tmp_pa
         with pytest.raises(SchemaTooNew) as caught:
             await SQLiteStore(path, auto_upgrade=auto_upgrade).connect()
         assert str(caught.value) == (
-            f"this store is at schema version {ours.number + 1} (m007_from_the_future), newer"
+            f"this store is at schema version {ours.number + 1} (m099_from_the_future), newer"
             f" than this phi's {ours}; upgrade phi to open it (the store was left unchanged)"
         )
     with pytest.raises(SchemaTooNew):
@@ -144,8 +146,9 @@ def test_a_sqlite_store_behind_upgrades_on_open_unless_told_not_to(
     done = runner.invoke(app, ["memory", "upgrade", "--db", str(path)])
     assert done.exit_code == 0, done.output
     assert done.output.splitlines() == [
-        f"{path}: schema version 5 (m005_embed_queue) -> 6 (m006_embed_queue_namespace)",
+        f"{path}: schema version 5 (m005_embed_queue) -> 7 (m007_written_by)",
         "  applied m006_embed_queue_namespace",
+        "  applied m007_written_by",
     ]
     anyio.run(_opens, path, False)  # up to date: opens with upgrades off
     # Unset, a SQLite file upgrades itself on open.
@@ -164,8 +167,11 @@ async def test_two_processes_upgrading_one_sqlite_file_apply_each_migration_once
     await _sqlite_store(path)
     _back_to_version_5(path)
     outs = await _two_upgraders(str(path))
-    assert sorted(applied for applied, _ in outs) == [[], ["m006_embed_queue_namespace"]]
-    assert [number for _, number in outs] == [6, 6]
+    assert sorted(applied for applied, _ in outs) == [
+        [],
+        ["m006_embed_queue_namespace", "m007_written_by"],
+    ]
+    assert [number for _, number in outs] == [7, 7]
 
 
 # -- PostgreSQL ---------------------------------------------------------------------
@@ -178,7 +184,10 @@ async def _pg_behind(url: str) -> None:
     await store.close()
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute("DROP TABLE embed_queue")
-        await conn.execute("DELETE FROM phi_migrations WHERE name = 'm003_embed_queue'")
+        await conn.execute("ALTER TABLE rows DROP COLUMN written_by")
+        await conn.execute(
+            "DELETE FROM phi_migrations WHERE name IN ('m003_embed_queue', 'm004_written_by')"
+        )
 
 
 async def test_a_postgres_store_from_a_newer_phi_is_refused_and_not_written() -> None:
@@ -187,11 +196,11 @@ async def test_a_postgres_store_from_a_newer_phi_is_refused_and_not_written() ->
         await store.connect()
         await store.close()
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            await conn.execute("INSERT INTO phi_migrations (name) VALUES ('m004_future')")
-            with pytest.raises(SchemaTooNew, match=r"version 4 \(m004_future\), newer than"):
+            await conn.execute("INSERT INTO phi_migrations (name) VALUES ('m099_future')")
+            with pytest.raises(SchemaTooNew, match=r"version 5 \(m099_future\), newer than"):
                 await PostgresStore(url, auto_upgrade=True).connect()
             cur = await conn.execute("SELECT count(*) FROM phi_migrations")
-            assert await cur.fetchone() == (4,)
+            assert await cur.fetchone() == (5,)
 
 
 async def test_a_postgres_store_behind_waits_for_an_explicit_upgrade() -> None:
@@ -203,7 +212,7 @@ async def test_a_postgres_store_behind_waits_for_an_explicit_upgrade() -> None:
         assert (report.before.number, report.after, report.applied) == (
             2,
             _pg_schema.code_version(),
-            ("m003_embed_queue",),
+            ("m003_embed_queue", "m004_written_by"),
         )
         store = PostgresStore(url)
         await store.connect()
@@ -222,12 +231,15 @@ async def test_an_upgrade_waits_for_the_migration_lock_before_its_first_migratio
                 assert await cur.fetchone() == (2,)  # it waits: nothing applied
                 await holder.execute("SELECT pg_advisory_unlock(%s)", (_pg_schema.MIGRATION_LOCK,))
             cur = await holder.execute("SELECT count(*) FROM phi_migrations")
-            assert await cur.fetchone() == (3,)
+            assert await cur.fetchone() == (4,)
 
 
 async def test_two_processes_upgrading_one_postgres_store_apply_each_migration_once() -> None:
     async with fresh_schema() as url:
         await _pg_behind(url)
         outs = await _two_upgraders(url)
-        assert sorted(applied for applied, _ in outs) == [[], ["m003_embed_queue"]]
-        assert [number for _, number in outs] == [3, 3]
+        assert sorted(applied for applied, _ in outs) == [
+            [],
+            ["m003_embed_queue", "m004_written_by"],
+        ]
+        assert [number for _, number in outs] == [4, 4]

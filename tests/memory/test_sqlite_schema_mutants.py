@@ -33,6 +33,7 @@ MIGRATIONS = [
     "m004_namespace_terms",
     "m005_embed_queue",
     "m006_embed_queue_namespace",
+    "m007_written_by",
 ]
 
 OPEN_IN_A_FRESH_PROCESS = textwrap.dedent(
@@ -118,8 +119,9 @@ async def test_a_failing_migration_applies_nothing_and_says_why(tmp_path: Path) 
     conn = apsw.Connection(str(path))
     conn.execute(
         "DROP INDEX embed_queue_namespace; DROP TABLE embed_queue;"
+        " ALTER TABLE rows DROP COLUMN written_by;"
         " DELETE FROM phi_migrations WHERE name IN ('m005_embed_queue',"
-        " 'm006_embed_queue_namespace');"
+        " 'm006_embed_queue_namespace', 'm007_written_by');"
         # What migration 6 names its index: its CREATE INDEX fails.
         " CREATE TABLE embed_queue_namespace (x)"
     )

@@ -68,6 +68,7 @@ async def test_blank_database_is_migrated_to_the_schema(tmp_path: Path) -> None:
         "m004_namespace_terms",
         "m005_embed_queue",
         "m006_embed_queue_namespace",
+        "m007_written_by",
     ]
     assert next(conn.execute("PRAGMA journal_mode"))[0] == "wal"
     assert next(conn.execute("PRAGMA application_id"))[0] == 0x70686931

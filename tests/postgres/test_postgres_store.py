@@ -188,7 +188,11 @@ async def test_rows_without_a_vector_before_migration_3_are_queued(pg_url: str) 
     await store.close()
     async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
         await conn.execute("DROP TABLE embed_queue")
-        await conn.execute("DELETE FROM phi_migrations WHERE name = 'm003_embed_queue'")
+        await conn.execute("ALTER TABLE rows DROP COLUMN written_by")
+        await conn.execute(
+            "DELETE FROM phi_migrations WHERE name IN ('m003_embed_queue', 'm004_written_by')"
+        )
+    store = PostgresStore(pg_url, auto_upgrade=True)  # PostgreSQL upgrades only when told
     await store.connect()
     try:
         assert await store.count_unembedded(RowFilter(namespaces=("ns-a",))) == 1

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -31,7 +32,7 @@ from phi.postgres import (
 )
 from phi.postgres._access import server_user
 from phi.postgres._auth import HBA, RECOVERY_HBA, old_tables, provision, set_password
-from phi.postgres._process import running
+from phi.postgres._process import running, start
 from phi.postgres.server import UnusableDataDir
 from tests.postgres.servers import reserve_port, stop_for_good
 
@@ -264,6 +265,11 @@ def test_the_note_on_old_data_names_five_schemas_and_counts_the_rest(
         ". What the old URL wrote stays in database 'postgres' (schemas a, b, c, d, e and 2"
         " more); copy a store" + urls
     )
+    found[:] = ["a", "b", "c", "d", "e", "f"]  # one past five is counted too
+    assert _login.old_data_note(None, data, 5442) == (  # type: ignore[arg-type]
+        ". What the old URL wrote stays in database 'postgres' (schemas a, b, c, d, e and 1"
+        " more); copy a store" + urls
+    )
 
 
 def test_phi_url_names_phis_role_database_and_password_file() -> None:
@@ -318,7 +324,10 @@ def test_rotating_with_a_superuser_password_changed_behind_phis_back_says_what_t
         assert {role: _secret(data, role) for role in old} == old  # nothing rotated
     finally:
         status = server_up(data, port=port)
-    assert status.closed is not None and "did not match" in status.closed
+    assert status.closed == (
+        f"the superuser's password did not match '{data.resolve()}-auth'; set it from the file"
+        " again"
+    )
 
 
 def test_rotating_a_server_whose_superuser_file_is_gone_says_to_start_it(
@@ -382,6 +391,7 @@ def test_a_data_folder_under_a_file_is_one_line_naming_the_reason(tmp_path: Path
         f"cannot use '{blocker}/pg' as the PostgreSQL data folder (Not a directory);"
         " give another with --data-dir"
     )
+    assert raised.value.data_dir == blocker / "pg"  # for a caller that offers another
     with pytest.raises(UnusableDataDir, match=r"is not a folder"):
         server_up(blocker, port=_free_port())
 
@@ -431,3 +441,90 @@ def test_a_pg_hba_conf_that_is_not_text_is_replaced_by_phis(served: tuple[Path, 
     assert hba.read_text() == HBA
     with pytest.raises(psycopg.OperationalError, match="no password supplied"):
         _login.connect(data, role="postgres", database="postgres", password=None)
+
+
+def test_a_stopped_server_never_starts_on_an_older_phis_trust(
+    served: tuple[Path, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older phi's `pg_hba.conf` (trust for every local user) must not serve a single
+    login: a stopped server starts on the recovery file instead; phi's own file is kept."""
+    data, port = served
+    hba = data / "pg_hba.conf"
+    started_on: list[str] = []
+
+    def recording(*args: Any, **kwargs: Any) -> None:
+        started_on.append(hba.read_text())
+        start(*args, **kwargs)
+
+    monkeypatch.setattr(_login, "start", recording)
+    with _as_superuser(data) as conn:  # what the old URL wrote, in database postgres
+        conn.execute("CREATE SCHEMA old_store; CREATE TABLE old_store.rows (x int)")
+    server_down(data)
+    hba.write_text("local all all trust\nhost all all 127.0.0.1/32 trust\n")
+    try:
+        status = server_up(data, port=port)
+    finally:
+        with _as_superuser(data) as conn:
+            conn.execute("DROP SCHEMA old_store CASCADE")
+    auth = f"{data.resolve()}-auth"
+    assert status.closed == (
+        "closed the logins an older phi left open to every local user (trust in"
+        f" {str(data.resolve() / 'pg_hba.conf')!r}): every connection needs a password now,"
+        " and phi works as role 'phi' (not a superuser) in database 'phi'. What the old URL"
+        " wrote stays in database 'postgres' (schemas old_store); copy a store with `phi"
+        f" memory migrate --from 'postgresql://postgres@127.0.0.1:{port}/postgres?passfile="
+        f"{auth}/postgres.pgpass' --to 'postgresql://phi@127.0.0.1:{port}/phi?passfile="
+        f"{auth}/phi.pgpass'`"
+    )
+    server_down(data)
+    assert server_up(data, port=port).closed is None
+    assert started_on == [RECOVERY_HBA, HBA]
+    assert hba.read_text() == HBA
+
+
+def test_a_socket_folder_apart_an_older_phi_left_open_is_closed_on_up() -> None:
+    """A data folder too deep for a socket path has its socket in a folder apart, which an
+    older phi left 0777: `up` on the running server closes it to the server's user."""
+    home = Path(tempfile.mkdtemp(prefix="phi-pg-deep-"))
+    home.chmod(0o755)
+    data, port = home / ("d" * 100) / "pg", reserve_port()
+    try:
+        server_up(data, port=port)
+        info = running(data.resolve())
+        assert info is not None and info.socket_dir is not None
+        assert info.socket_dir != data.resolve()
+        info.socket_dir.chmod(0o777)
+        assert server_up(data, port=port).closed is None
+        assert info.socket_dir.stat().st_mode & 0o777 == 0o700
+    finally:
+        stop_for_good(data)
+        shutil.rmtree(home)
+
+
+def test_waiting_for_the_close_gives_up_while_the_superuser_still_gets_in(
+    served: tuple[Path, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`wait_closed` asks as the superuser, of database postgres, without a password: on the
+    recovery file (which trusts just that) it waits its time out and says so."""
+    data, port = served
+    (data / "pg_hba.conf").write_text(RECOVERY_HBA)
+    try:
+        with _as_superuser(data) as conn:
+            conn.execute("SELECT pg_reload_conf()")
+        deadline = time.monotonic() + 30
+        while True:  # a reload takes effect a moment after pg_reload_conf() returns
+            try:
+                _login.connect(data, role="postgres", database="postgres", password=None).close()
+                break
+            except psycopg.OperationalError:
+                assert time.monotonic() < deadline, "the recovery file was never taken"
+                time.sleep(0.1)
+        monkeypatch.setattr(_login, "START_TIMEOUT_S", 0.5)
+        with pytest.raises(PostgresServerError) as raised:
+            _login.wait_closed(data)
+        assert str(raised.value) == (
+            f"PostgreSQL in {str(data)!r} still lets the superuser in without a password"
+        )
+    finally:
+        monkeypatch.undo()
+        server_up(data, port=port)

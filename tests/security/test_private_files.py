@@ -159,7 +159,7 @@ def test_the_capture_hook_writes_only_private_files(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env={**os.environ, "PHI_HOME": str(home)},
+        env={**os.environ, "PHI_HOME": str(home), "PHI_CAPTURE_RESIDENT_IDLE_S": "5"},
         timeout=60,
         check=False,
     )
@@ -172,14 +172,26 @@ def test_the_capture_hook_writes_only_private_files(tmp_path: Path) -> None:
     with spool.draining(wait_s=120) as mine:  # the drainer holds it until it has closed
         assert mine
     assert mode(home) == 0o700
-    assert modes(home) == {
+    found = modes(home)
+    # The prompt's recall starts the resident process (its lock, log and socket, and the
+    # store it keeps open with its -wal/-shm): those are private too, and nothing else is made.
+    resident = {name for name in found if name.startswith("capture/resident")}
+    assert {n for n in resident if n.endswith(".lock")} and "capture/resident.log" in resident
+    expected: dict[str, int] = {
         "capture": 0o700,
         "capture/drain.lock": 0o600,
-        "capture/drain.log": 0o600,
         "capture/spool.jsonl": 0o600,
         "capture/spool.offset": 0o600,
         "memory.db": 0o600,
+        **{name: 0o600 for name in resident},
+        # Made only when a detached drainer stored the queue, not the resident process.
+        **{
+            name: 0o600
+            for name in ("capture/drain.log", "memory.db-wal", "memory.db-shm")
+            if name in found
+        },
     }
+    assert found == expected
 
 
 def test_the_control_token_and_log_are_private(tmp_path: Path) -> None:

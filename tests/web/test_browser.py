@@ -101,7 +101,8 @@ async def _fill(db: Path, minilm: MiniLMEmbedder) -> set[str]:
         written = await memory.remember_many(rows)
         caroline = user_namespace(_did("conv-26", "Caroline"))
         first = next(r for r in written if r.namespace == caroline and r.kind == "observation")
-        await memory.remember(
+        # Written through a team token's server (`written_by`), which the page shows.
+        await memory.as_writer("alice").remember(
             NewRow(
                 content="Caroline said she is now studying counseling full time",
                 namespace=caroline,
@@ -160,6 +161,8 @@ def test_memory_page_draws_people_and_shows_what_phi_knows(
             observations = page.locator("#observations li.observation")
             assert observations.count() == OBSERVATIONS_PER_PERSON
             assert "counseling full time" in observations.first.inner_text()
+            assert observations.first.locator(".writer").inner_text() == "alice"
+            assert observations.nth(1).locator(".writer").count() == 0  # a local write
             assert page.locator("#observations details").count() == 1
             assert "locomo://conv-26/" in page.locator("#observations .source").first.inner_text()
             assert page.locator("#recent li.exchange").count() > 0

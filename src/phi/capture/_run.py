@@ -2,29 +2,40 @@
 
 from __future__ import annotations
 
+import json
 import os
-import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Final, TextIO
 
-from phi.capture._check import check_event, read_event
+from phi.capture._check import CheckedEvent, check_event, read_event
+from phi.capture.hosts import CLAUDE_CODE, Host, normalize_event
+from phi.capture.project import resolve_namespace
+from phi.capture.resident import Resident, ask, nudge
 from phi.capture.spool import Spool, SpoolEntry
 from phi.errors import InvalidInput
 from phi.private import private_opener
 from phi.redact import redact_json
 
 if TYPE_CHECKING:
+    from phi.capture.recall import HookEventName
     from phi.memory import Memory
 
-__all__ = ["BAD_EVENT_EXIT", "HookOptions", "default_spool_dir", "run_hook"]
+__all__ = ["BAD_EVENT_EXIT", "HookOptions", "default_spool_dir", "open_memory", "run_hook"]
 
 DEFAULT_NAMESPACE: Final = "agent-sessions"
 SESSION_START_WAIT_S: Final = 30.0
 """How long a session start waits for a background drain before it preloads anyway."""
 BACKGROUND_WAIT_S: Final = 120.0
 """How long a background drainer waits for another one to finish; nobody waits on it."""
+PROMPT_WAIT_S: Final = 1.0
+"""How long a prompt waits for the resident process's memories (it answers in about a
+tenth of that when warm); past it the prompt goes on without them."""
+START_WAIT_S: Final = 15.0
+"""How long a session start waits for the resident process, which loads the store and the
+model first if it was not up (once per idle period, a few seconds): a session's first
+context is worth that wait, a prompt's is not."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,12 +46,28 @@ class HookOptions:
     """Where events queue (`<home>/capture`)."""
     db: str | None = None
     """The memory store; `None` is the configured default."""
-    namespace: str = DEFAULT_NAMESPACE
-    """Where sessions are stored and what session start preloads."""
+    namespace: str | None = DEFAULT_NAMESPACE
+    """Where sessions are stored and what session start preloads; `None`: the project of
+    the event's folder, or `$PHI_CAPTURE_PROJECT` (`phi.capture.project`)."""
     wait: bool = False
-    """Store the event before returning instead of in a background process."""
+    """Store the event (and answer) in this process before returning, instead of in the
+    background (a drainer, or with `recall` the resident process)."""
     budget_tokens: int = 1500
-    """Size of the session-start preload."""
+    """Size of the session-start preload, and of a prompt's memories with `recall`."""
+    recall: bool = False
+    """Answer a prompt with its memories and a session start with the project's preload,
+    as hook JSON (`hookSpecificOutput.additionalContext`), through the resident process
+    (`phi.capture.resident`); other events nudge that process instead of starting a
+    drainer. Off: the session start prints the preload as text and each event starts a
+    drainer (how `run_hook` behaved before; `python -m phi.capture` turns it on)."""
+
+    host: Host = CLAUDE_CODE
+    """Whose hook events come in, and how context goes back (`phi.capture.hosts`)."""
+
+    @property
+    def resident(self) -> Resident:
+        """The resident process serving this spool and store."""
+        return Resident(spool_dir=self.spool_dir, db=self.db)
 
 
 def default_spool_dir() -> Path:
@@ -64,22 +91,28 @@ def run_hook(stdin: BinaryIO, options: HookOptions, *, out: TextIO, err: TextIO)
     """Handle the hook event on `stdin`; returns the exit code (never 2, see
     `BAD_EVENT_EXIT`). Whatever is wrong is said in one line on `err`."""
     try:
-        payload = read_event(stdin)
+        payload = normalize_event(options.host, read_event(stdin))
         event = check_event(payload)
+        namespace = resolve_namespace(options.namespace, event.cwd)
     except InvalidInput as exc:
         print(f"phi capture: {exc}", file=err)
         return BAD_EVENT_EXIT
     spool = Spool(directory=options.spool_dir)
+    # Redacted before it touches the disk (the drain redacts too, as every write does).
+    entry = SpoolEntry(namespace=namespace, payload=redact_json(payload))
     try:
-        # Redacted before it touches the disk (the drain redacts too, as every write does).
-        spool.append(SpoolEntry(namespace=options.namespace, payload=redact_json(payload)))
+        spool.append(entry)
     except OSError as exc:  # a full disk, a read-only home: the host must carry on
         print(f"phi capture: could not queue the event in {spool.path}: {exc}", file=err)
         return BAD_EVENT_EXIT
+    if options.recall:
+        return _recall_hook(event, entry, options, out=out, err=err)
     if event.name == "SessionStart":
+        options = replace(options, namespace=namespace)
         text = drain(options, wait_s=SESSION_START_WAIT_S, preload=True, cwd=event.cwd, err=err)
-        if text:
-            print(text, file=out)
+        answer = options.host.context_output(event.name, text) if text else None
+        if answer:
+            print(answer, file=out)
     elif options.wait:
         drain(options, wait_s=SESSION_START_WAIT_S, err=err)
     else:
@@ -87,8 +120,104 @@ def run_hook(stdin: BinaryIO, options: HookOptions, *, out: TextIO, err: TextIO)
     return 0
 
 
+def _recall_hook(
+    event: CheckedEvent, entry: SpoolEntry, options: HookOptions, *, out: TextIO, err: TextIO
+) -> int:
+    """The rest of a hook with `recall`: answer a prompt or a session start, and have the
+    queued event stored (here with `wait`, else by the resident process)."""
+    if event.name not in ("UserPromptSubmit", "SessionStart"):
+        if options.wait:
+            drain(options, wait_s=SESSION_START_WAIT_S, err=err)
+        else:
+            nudge(options.resident)
+        return 0
+    fields = json.loads(entry.payload)  # checked already: a JSON object
+    prompt = fields.get("prompt")
+    session = fields.get("session_id")
+    request: dict[str, object] = {
+        "op": "recall" if event.name == "UserPromptSubmit" else "session_start",
+        "namespace": entry.namespace,
+        "session": session,
+        "prompt": prompt if isinstance(prompt, str) else "",
+        "cwd": event.cwd,
+        "budget_tokens": options.budget_tokens,
+    }
+    if event.name == "UserPromptSubmit" and not (isinstance(prompt, str) and prompt.strip()):
+        nudge(options.resident)
+        return 0
+    context: object = None
+    if options.wait:
+        context = answer_here(options, request, err=err)
+    else:
+        reply = ask(
+            options.resident,
+            request,
+            timeout_s=PROMPT_WAIT_S if event.name == "UserPromptSubmit" else START_WAIT_S,
+            wait_start=event.name == "SessionStart",
+        )
+        context = reply.get("context") if reply else None
+    if isinstance(context, str) and context:
+        from phi.capture.recall import hook_output
+
+        name: HookEventName = "SessionStart" if event.name == "SessionStart" else "UserPromptSubmit"
+        # Claude Code's plain-text context shows in the transcript; its JSON form is quiet.
+        answer = (
+            hook_output(name, context)
+            if options.host is CLAUDE_CODE
+            else options.host.context_output(name, context)
+        )
+        if answer:
+            print(answer, file=out)
+    return 0
+
+
+def answer_here(options: HookOptions, request: dict[str, object], *, err: TextIO) -> str | None:
+    """What the resident process would answer to `request`, computed in this process after
+    storing what is queued (`--wait`: slow, but the answer sees every earlier event)."""
+    import anyio
+
+    from phi.capture.recall import prompt_context, session_context
+    from phi.errors import PhiError
+
+    spool = Spool(directory=options.spool_dir)
+    namespace, session = str(request["namespace"]), request.get("session")
+    session = session if isinstance(session, str) else None
+
+    async def go() -> str | None:
+        with spool.draining(wait_s=SESSION_START_WAIT_S) as mine:
+            async with _open_memory(options.db) as memory:
+                if mine:
+                    from phi.capture.spool import drain_into
+
+                    await drain_into(memory, spool, err=err)
+                if request["op"] == "recall":
+                    return await prompt_context(
+                        memory,
+                        str(request["prompt"]),
+                        namespace=namespace,
+                        session=session,
+                        budget_tokens=options.budget_tokens,
+                    )
+                cwd = request.get("cwd")
+                return await session_context(
+                    memory,
+                    namespace=namespace,
+                    session=session,
+                    cwd=cwd if isinstance(cwd, str) else None,
+                    budget_tokens=options.budget_tokens,
+                )
+
+    try:
+        return anyio.run(go)
+    except PhiError as exc:
+        print(f"phi capture: {spool.pending()} event(s) queued for later: {exc}", file=err)
+        return None
+
+
 def detach(options: HookOptions) -> None:
     """Start a drainer that outlives this process, so the host is not kept waiting."""
+    import subprocess  # not at the top: a hook that only queues never needs it
+
     args = [sys.executable, "-m", "phi.capture", "--drain", "--spool", str(options.spool_dir)]
     if options.db:
         args += ["--db", options.db]
@@ -126,6 +255,12 @@ def drain(
         with spool.draining(wait_s=wait_s) as mine:
             if not preload and (not mine or not spool.pending()):
                 return None  # another drainer has the queue, or it is empty: skip the embedder
+            from phi.capture.remote_sink import configured_target, drain_remote
+
+            if options.db is None and (target := configured_target()) is not None:
+                if mine:  # team capture: the server stores it (`remote_sink`)
+                    await drain_remote(spool, target, err=err)
+                return None
             async with _open_memory(options.db) as memory:
                 if mine:
                     from phi.capture.spool import drain_into
@@ -141,6 +276,11 @@ def drain(
         # Opening a busy store fails the same way as writing to one: the queue keeps it all.
         print(f"phi capture: {spool.pending()} event(s) queued for later: {exc}", file=err)
         return None
+
+
+def open_memory(db: str | None) -> Memory:
+    """The store `db` (or the configured one) with the configured embedder, not yet open."""
+    return _open_memory(db)
 
 
 def _open_memory(db: str | None) -> Memory:
@@ -161,7 +301,9 @@ async def _preload(memory: Memory, options: HookOptions, cwd: str | None) -> str
     hint = f"work in {Path(cwd).name}" if cwd else "the work ahead"
     try:
         window = await memory.preload(
-            hint, namespace=options.namespace, budget_tokens=options.budget_tokens
+            hint,
+            namespace=options.namespace or DEFAULT_NAMESPACE,
+            budget_tokens=options.budget_tokens,
         )
     except NamespaceNotFound:
         return None  # a first session: nothing to remember yet

@@ -1,37 +1,53 @@
 """Agent-host hook events (Claude Code's hooks format) turned into captured memory.
 
 A host runs `phi capture` at each hook and writes the event as JSON on stdin. Each event
-becomes one `capture` call (`phi.mcp.capture`, the same path as the MCP tool): a prompt is
-a user `turn`, a `PreToolUse` is the agent's `decision`, a `PostToolUse` is its
-`tool_result`, `error` or `file_change`, and `Stop` is the assistant's last message read
-from the transcript. A result is linked to the decision that caused it, and a decision to
-the prompt that led to it, by `causal` edges, so "why did we do X" finds both ends.
+becomes `capture` calls (`phi.mcp.capture`, the same path as the MCP tool): a prompt is a
+user `turn`, a `PreToolUse` is the agent's `decision`, a `PostToolUse` or
+`PostToolUseFailure` its `tool_result`, `error` or `file_change`; at `Stop`,
+`SubagentStop`, `PreCompact` and `SessionEnd` every assistant text of the transcript not
+kept yet is kept, one turn per entry (the reasoning between tool calls included).
+
+A result is linked to the decision that caused it, and a decision to the prompt that led to
+it, by `causal` edges, so "why did we do X" finds both ends. Nothing is cut: long text is
+chunked (`MAX_KEPT_CHARS` only bounds abuse). Looking around (`Read`, `Glob`, `Grep`,
+`LS`) is one compact row per session (`phi.capture._looked`), not a row per look. A
+decision or file change that reverses an earlier one (`phi.capture.supersede`) supersedes
+it, so the older one is no longer recalled as current.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from phi.capture._looked import LOOKING_TOOLS, looked_at, note_looked
+from phi.capture._transcript import Said, assistant_texts
 from phi.capture.events import HookName, is_blank
-from phi.errors import InvalidInput
+from phi.capture.supersede import Claims, claims_from_meta, claims_of, reversal
+from phi.errors import InvalidInput, NamespaceNotFound
 
 if TYPE_CHECKING:
     from phi.memory import Memory, Row
 
-__all__ = ["HookEvent", "HookOutcome", "apply_event", "parse_event"]
+__all__ = ["MAX_KEPT_CHARS", "HookEvent", "HookOutcome", "apply_event", "parse_event"]
 
 
-MAX_EVENT_CHARS: Final = 4000
-"""What one tool input or output keeps: a whole build log would cost seconds to embed and
-drown the decision it belongs to; the head and tail say what happened."""
+MAX_KEPT_CHARS: Final = 200_000
+"""What one event's text keeps, chunked (about 170 chunks, seconds to embed): only a guard
+against a runaway output (a `cat` of a build artefact); beyond it the head and tail are
+kept with a line saying how much was left out. The MCP `capture` refuses more than this."""
+PREVIEW_CHARS: Final = 300
+"""The new text a decision's one line shows; its `file_change` row keeps all of it."""
+SUPERSEDE_LOOKBACK: Final = 2000
+"""Latest rows of the namespace searched for what a new decision or change reverses."""
 _LOOKBACK: Final = 200
-"""How many recent rows of the namespace are searched for a result's decision."""
+"""How many recent rows of the namespace are searched for the last transcript entry kept."""
 _FILE_TOOLS: Final = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+_TRANSCRIPT_EVENTS: Final = frozenset({"Stop", "SubagentStop", "PreCompact", "SessionEnd"})
 
 
 class HookEvent(BaseModel):
@@ -81,14 +97,23 @@ class HookOutcome:
     """The row a `causal` edge now links to the first of `rows`."""
 
 
-def _clip(text: str, limit: int = MAX_EVENT_CHARS) -> str:
+def _kept(text: str, limit: int = MAX_KEPT_CHARS) -> str:
     # A tool's output may be binary (a NUL in `cat` of a file): no store keeps a NUL, and
     # memory refuses it, so it becomes U+FFFD here rather than costing the whole event.
     text = text.replace("\x00", "\ufffd")
     if len(text) <= limit:
         return text
-    half = limit // 2
-    return f"{text[:half]}\n[... {len(text) - limit} characters left out ...]\n{text[-half:]}"
+    marker = f"\n[... {len(text) - limit} characters left out ...]\n"
+    half = (limit - len(marker)) // 2
+    return f"{text[:half]}{marker}{text[-half:]}"
+
+
+def _preview(text: str) -> str:
+    if len(text) <= PREVIEW_CHARS:
+        return text
+    half = PREVIEW_CHARS // 2
+    marker = f"\n[... {len(text) - PREVIEW_CHARS} characters left out ...]\n"
+    return f"{text[:half]}{marker}{text[-half:]}"
 
 
 def _as_text(value: Any) -> str:
@@ -110,10 +135,14 @@ def _decision_text(event: HookEvent) -> str:
     if isinstance(args.get("command"), str):
         why = f" ({args['description']})" if isinstance(args.get("description"), str) else ""
         return f"run {tool}{why}: {args['command']}"
-    if isinstance(args.get("file_path"), str):
-        change = args.get("new_string", args.get("content"))
-        what = f": {_clip(change, 300)}" if isinstance(change, str) and change.strip() else ""
-        return f"{tool} {args['file_path']}{what}"
+    path = args.get("file_path", args.get("notebook_path"))
+    if isinstance(path, str):
+        change = args.get("new_string", args.get("content", args.get("new_source")))
+        if isinstance(args.get("edits"), list):  # MultiEdit
+            news = [e.get("new_string") for e in args["edits"] if isinstance(e, dict)]
+            change = "\n".join(n for n in news if isinstance(n, str))
+        what = f": {_preview(change)}" if isinstance(change, str) and change.strip() else ""
+        return f"{tool} {path}{what}"
     return f"call {tool} with {json.dumps(args, ensure_ascii=False, sort_keys=True)}"
 
 
@@ -129,38 +158,34 @@ def _failed(event: HookEvent) -> bool:
     return False
 
 
-def _last_assistant_text(transcript: str | None) -> str | None:
-    """The text of the last assistant message in a Claude Code transcript (JSON lines)."""
-    if not transcript:
-        return None
-    path = Path(transcript).expanduser()
-    if not path.is_file():
-        return None
-    last: str | None = None
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a host may be mid-write on the last line
-        message = entry.get("message") if isinstance(entry, dict) else None
-        if not isinstance(message, dict) or message.get("role") != "assistant":
+def _meta(event: HookEvent, claims: Claims, reverses: dict[str, str]) -> dict[str, object]:
+    meta: dict[str, object] = {"tool_use_id": event.tool_use_id} if event.tool_use_id else {}
+    if claims:
+        meta["claims"] = claims.as_meta()
+    if reverses:
+        meta["reverses"] = reverses
+    return meta
+
+
+async def _reversed(memory: Memory, *, namespace: str, kind: str, claims: Claims) -> dict[str, str]:
+    """The active rows of `kind` whose claims `claims` reverses, each with why."""
+    if not claims:
+        return {}
+    try:
+        recent = await memory.recent(namespace=namespace, limit=SUPERSEDE_LOOKBACK)
+    except NamespaceNotFound:
+        return {}
+    found: dict[str, str] = {}
+    for row in recent:
+        # A row never reverses itself (what it wrote and took out are disjoint), so this
+        # event's own rows, when it is delivered again, are left alone without a check.
+        if row.meta.get("capture") != kind:
             continue
-        content = message.get("content")
-        if isinstance(content, str):
-            texts = [content]
-        elif isinstance(content, list):
-            texts = [
-                c["text"]
-                for c in content
-                if isinstance(c, dict)
-                and c.get("type") == "text"
-                and isinstance(c.get("text"), str)
-            ]
-        else:
-            texts = []
-        if any(t.strip() for t in texts):
-            last = "\n".join(t for t in texts if t.strip())
-    return last
+        earlier = claims_from_meta(row.meta.get("claims"))
+        why = reversal(claims, earlier) if earlier is not None else None
+        if why is not None:
+            found[row.row_id] = why
+    return found
 
 
 async def apply_event(
@@ -171,75 +196,151 @@ async def apply_event(
     `event_id` (the spool's id for this event) goes into the rows' source, so storing the
     same event again makes no duplicate; without it the event is new each time.
     """
-    # The MCP package is heavy; a hook that only queues never imports it.
-    from phi.mcp.capture import capture, latest_in_session
-
     name = event.hook_event_name
-    session = event.session_id
     if name == "UserPromptSubmit" and event.prompt and event.prompt.strip():
-        done = await capture(
-            memory,
-            namespace=namespace,
-            session=session,
-            event=event_id,
-            kind="turn",
-            content=_clip(event.prompt),
-            speaker="user",
-        )
-        return HookOutcome(event=name, rows=done.rows)
-    if name == "PreToolUse" and event.tool_name:
-        cause = await latest_in_session(memory, namespace=namespace, session=session, kind="turn")
-        done = await capture(
-            memory,
-            namespace=namespace,
-            session=session,
-            event=event_id,
-            kind="decision",
-            content=_clip(_decision_text(event)),
-            tool=event.tool_name,
-            extra_meta={"tool_use_id": event.tool_use_id} if event.tool_use_id else None,
-            caused_by=cause.row_id if cause else None,
-        )
-        return HookOutcome(event=name, rows=done.rows, caused_by=done.caused_by)
+        return await _prompt(memory, event, namespace=namespace, event_id=event_id)
+    if name == "PreToolUse" and event.tool_name and event.tool_name not in LOOKING_TOOLS:
+        return await _decision(memory, event, namespace=namespace, event_id=event_id)
     if name in ("PostToolUse", "PostToolUseFailure") and event.tool_name:
-        # The decision with the same tool_use_id: parallel tool calls interleave. Without
-        # one (or with one no decision has), `capture` links the session's latest decision.
-        cause = await latest_in_session(
-            memory, namespace=namespace, session=session, tool_use_id=event.tool_use_id
-        )
-        path = (event.tool_input or {}).get("file_path")
-        failed = _failed(event)
-        body = _as_text(event.error) if event.error else _as_text(event.tool_response)
-        if event.tool_name in _FILE_TOOLS and isinstance(path, str) and not failed:
-            kind: Literal["file_change", "tool_result", "error"] = "file_change"
-            body = _as_text({k: v for k, v in (event.tool_input or {}).items() if k != "file_path"})
-        else:
-            kind = "error" if failed else "tool_result"
-        done = await capture(
-            memory,
-            namespace=namespace,
-            session=session,
-            event=event_id,
-            kind=kind,
-            content=_clip(body.strip() or "(no output)"),
-            tool=event.tool_name,
-            path=path if isinstance(path, str) else None,
-            extra_meta={"tool_use_id": event.tool_use_id} if event.tool_use_id else None,
-            caused_by=cause.row_id if cause else None,
-        )
-        return HookOutcome(event=name, rows=done.rows, caused_by=done.caused_by)
-    if name in ("Stop", "SubagentStop"):
-        text = _last_assistant_text(event.transcript_path)
-        if text:
-            done = await capture(
+        if event.tool_name in LOOKING_TOOLS and not _failed(event):
+            rows = await note_looked(
                 memory,
                 namespace=namespace,
-                session=session,
-                event=event_id,
-                kind="turn",
-                content=_clip(text),
-                speaker="assistant",
-                by_agent=True,
+                session=event.session_id,
+                item=looked_at(event.tool_name, event.tool_input),
+                event_id=event_id,
             )
-            return HookOutcome(event=name, rows=done.rows)
+            return HookOutcome(event=name, rows=rows)
+        return await _result(memory, event, namespace=namespace, event_id=event_id)
+    if name in _TRANSCRIPT_EVENTS:
+        return await _transcript(memory, event, namespace=namespace)
     return HookOutcome(event=name)
+
+
+async def _prompt(
+    memory: Memory, event: HookEvent, *, namespace: str, event_id: str | None
+) -> HookOutcome:
+    from phi.mcp.capture import capture  # heavy: a hook that only queues never imports it
+
+    done = await capture(
+        memory,
+        namespace=namespace,
+        session=event.session_id,
+        event=event_id,
+        kind="turn",
+        content=_kept(event.prompt or ""),
+        speaker="user",
+    )
+    return HookOutcome(event=event.hook_event_name, rows=done.rows)
+
+
+async def _decision(
+    memory: Memory, event: HookEvent, *, namespace: str, event_id: str | None
+) -> HookOutcome:
+    from phi.mcp.capture import capture, latest_in_session
+
+    session = event.session_id
+    cause = await latest_in_session(
+        memory, namespace=namespace, session=session, kind="turn", speaker="user"
+    )
+    claims = claims_of(event.tool_name or "", event.tool_input or {})
+    reverses = await _reversed(memory, namespace=namespace, kind="decision", claims=claims)
+    done = await capture(
+        memory,
+        namespace=namespace,
+        session=session,
+        event=event_id,
+        kind="decision",
+        content=_kept(_decision_text(event)),
+        tool=event.tool_name,
+        extra_meta=_meta(event, claims, reverses) or None,
+        caused_by=cause.row_id if cause else None,
+        supersedes=tuple(reverses),
+    )
+    return HookOutcome(event=event.hook_event_name, rows=done.rows, caused_by=done.caused_by)
+
+
+async def _result(
+    memory: Memory, event: HookEvent, *, namespace: str, event_id: str | None
+) -> HookOutcome:
+    from phi.mcp.capture import capture, latest_in_session
+
+    session = event.session_id
+    # The decision with the same tool_use_id: parallel tool calls interleave. Without one
+    # (or with one no decision has), `capture` links the session's latest decision.
+    cause = await latest_in_session(
+        memory, namespace=namespace, session=session, tool_use_id=event.tool_use_id
+    )
+    args = event.tool_input or {}
+    path = args.get("file_path", args.get("notebook_path"))
+    failed = _failed(event)
+    body = _as_text(event.error) if event.error else _as_text(event.tool_response)
+    claims, reverses = Claims(), {}
+    if event.tool_name in _FILE_TOOLS and isinstance(path, str) and not failed:
+        kind: Literal["file_change", "tool_result", "error"] = "file_change"
+        body = _as_text({k: v for k, v in args.items() if k not in ("file_path", "notebook_path")})
+        claims = claims_of(event.tool_name or "", args)
+        reverses = await _reversed(memory, namespace=namespace, kind=kind, claims=claims)
+    else:
+        kind = "error" if failed else "tool_result"
+    done = await capture(
+        memory,
+        namespace=namespace,
+        session=session,
+        event=event_id,
+        kind=kind,
+        content=_kept(body.strip() or "(no output)"),
+        tool=event.tool_name,
+        path=path if isinstance(path, str) else None,
+        extra_meta=_meta(event, claims, reverses) or None,
+        caused_by=cause.row_id if cause else None,
+        supersedes=tuple(reverses),
+    )
+    return HookOutcome(event=event.hook_event_name, rows=done.rows, caused_by=done.caused_by)
+
+
+async def _transcript(memory: Memory, event: HookEvent, *, namespace: str) -> HookOutcome:
+    """Keep each assistant text of the transcript after the last one kept, once each: an
+    entry's id names its rows, so one stored again (the event delivered twice, or a
+    transcript read from its start) is the same row."""
+    from phi.mcp.capture import capture
+
+    extra = event.model_extra or {}
+    path = extra.get("agent_transcript_path") if event.hook_event_name == "SubagentStop" else None
+    said = assistant_texts(path if isinstance(path, str) else event.transcript_path)
+    last = extra.get("last_assistant_message")
+    if not said and isinstance(last, str) and last.strip() and event.hook_event_name == "Stop":
+        said = [Said(entry=f"last-{_digest(last)}", text=last)]  # a host without a transcript
+    kept = await _kept_entries(memory, namespace=namespace, session=event.session_id)
+    start = max((i + 1 for i, s in enumerate(said) if s.entry in kept), default=0)
+    rows: list[Row] = []
+    for entry in said[start:]:
+        done = await capture(
+            memory,
+            namespace=namespace,
+            session=event.session_id,
+            # Named by session too: a transcript line without a `uuid` may recur in another.
+            event=f"said-{_digest(event.session_id + chr(0) + entry.entry)}",
+            kind="turn",
+            content=_kept(entry.text),
+            speaker="assistant",
+            by_agent=True,
+            extra_meta={"said": entry.entry},
+            at=entry.at,
+        )
+        rows.extend(done.rows)
+    return HookOutcome(event=event.hook_event_name, rows=tuple(rows))
+
+
+async def _kept_entries(memory: Memory, *, namespace: str, session: str) -> set[str]:
+    try:
+        recent = await memory.recent(namespace=namespace, limit=_LOOKBACK)
+    except NamespaceNotFound:
+        return set()
+    return {
+        str(r.meta["said"]) for r in recent if r.meta.get("session") == session and "said" in r.meta
+    }
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]

@@ -64,7 +64,10 @@ def mcp_command(
         ),
     ] = None,
     allow_forget: Annotated[
-        bool, typer.Option("--allow-forget", help="Offer the `forget` tool (a hard delete).")
+        bool,
+        typer.Option(
+            "--allow-forget", help="Offer the `forget` and `forget_row` tools (hard deletes)."
+        ),
     ] = False,
     token_file: Annotated[
         Path | None,

@@ -366,18 +366,34 @@ def _stdout() -> Any:
 @memory_app.command("forget")
 def forget(
     namespace: Annotated[
-        str, typer.Argument(help="The namespace to erase, e.g. phi-users-did:plc:…")
-    ],
+        str | None,
+        typer.Argument(help="The namespace to erase, e.g. phi-users-did:plc:… (or give --row)."),
+    ] = None,
+    row: Annotated[
+        str | None,
+        typer.Option("--row", help="Erase only this row (and what was made from it alone)."),
+    ] = None,
     yes: Yes = False,
     db: Db = None,
     sandbox: InSandbox = False,
     as_json: AsJson = False,
 ) -> None:
-    """Erase a namespace for good (a person asked to be forgotten). The only hard delete.
+    """Erase a namespace for good (a person asked to be forgotten), or one row with --row.
 
     For a person's namespace, rows derived from them elsewhere go too; public records
-    already published on phi's PDS from erased rows are listed for you to delete.
+    already published on phi's PDS from erased rows are listed for you to delete. With
+    --row, the rows made from that row alone go with it, and a row it had corrected is
+    current again.
     """
+    if namespace is not None and row is not None:
+        fail("give a namespace or --row ID, not both")
+    if row is not None:
+        from phi.cli.memory_forget import forget_row
+
+        forget_row(row, yes=yes, db=db, sandbox=sandbox, as_json=as_json)
+        return
+    if namespace is None:
+        fail("give the namespace to erase, or --row ID for one row (`phi memory forget --help`)")
     confirm_erase(f"every row of {namespace!r}", yes=yes)
 
     async def go() -> Any:

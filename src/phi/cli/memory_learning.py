@@ -244,6 +244,8 @@ def history_command(
             markup=False,
         )
         console.print(f"    id {row.row_id}", highlight=False, markup=False)
+        if row.written_by:  # through `phi mcp --http`: whose token wrote it
+            console.print(f"    written by {row.written_by}", highlight=False, markup=False)
         for uri in row.source_uris:
             console.print(f"    source {uri}", highlight=False, markup=False)
 

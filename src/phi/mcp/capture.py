@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Final, Literal, get_args
 
 from phi.capture.events import capture_uri, is_blank, new_event_id
@@ -127,9 +128,11 @@ async def capture(
     by_agent: bool = False,
     path: str | None = None,
     tool: str | None = None,
-    extra_meta: Mapping[str, str] | None = None,
+    extra_meta: Mapping[str, object] | None = None,
     caused_by: str | None = None,
     event: str | None = None,
+    supersedes: Sequence[str] = (),
+    at: datetime | None = None,
 ) -> Captured:
     """Chunk and store one item of a session in thread `session` of `namespace`.
 
@@ -145,6 +148,10 @@ async def capture(
     A `causal` edge links `caused_by` (a row id) to the first chunk; without it, a
     `tool_result`, `error` or `file_change` is linked to the session's latest `decision`,
     so "why did we do X" finds both the decision and what came of it.
+
+    Each row of `supersedes` (ids, in this namespace) is marked superseded by the first
+    chunk, with a `supersedes` edge: what this item sets reverses what they set. `at` is
+    when it happened (a transcript's timestamp), if not now.
     """
     _check(kind=kind, session=session, event=event, content=content)
     chunks = chunk_text(content)
@@ -176,6 +183,7 @@ async def capture(
                     source_uris=source,
                     thread=session,
                     meta=chunk_meta,
+                    created_at=at,
                 )
             )
         else:
@@ -188,12 +196,18 @@ async def capture(
                     source_uris=source,
                     thread=session,
                     meta=chunk_meta,
+                    created_at=at,
                 )
             )
     if caused_by is None and kind in _RESULT_KINDS:
         decision = await latest_in_session(memory, namespace=namespace, session=session)
         caused_by = decision.row_id if decision else None
-    stored = tuple(await memory.remember_many(rows))
+    # One row supersedes one row: the first chunk is given again for each further one, and
+    # the store keeps it as one row (same identity) with one `supersedes` edge per old row.
+    again = [replace(rows[0], supersedes=old) for old in dict.fromkeys(supersedes)]
+    if again:
+        rows[0] = again[0]
+    stored = tuple((await memory.remember_many([*rows, *again[1:]]))[: len(rows)])
     if caused_by is not None and caused_by != stored[0].row_id:
         await memory.link(caused_by, stored[0].row_id, edge_type="causal")
     return Captured(session=session, rows=stored, caused_by=caused_by)
@@ -206,9 +220,10 @@ async def latest_in_session(
     session: str,
     kind: CaptureKind = "decision",
     tool_use_id: str | None = None,
+    speaker: str | None = None,
 ) -> Row | None:
-    """The newest row of `session` captured as `kind` (and with `tool_use_id`, if given),
-    among the namespace's latest rows."""
+    """The newest row of `session` captured as `kind` (and with `tool_use_id`, or a turn
+    of `speaker`, if given), among the namespace's latest rows."""
     try:
         recent = await memory.recent(namespace=namespace, limit=_LOOKBACK)
     except NamespaceNotFound:
@@ -217,6 +232,10 @@ async def latest_in_session(
         meta = row.meta
         if meta.get("session") != session or meta.get("capture") != kind:
             continue
-        if tool_use_id is None or meta.get("tool_use_id") == tool_use_id:
+        if tool_use_id is not None and meta.get("tool_use_id") != tool_use_id:
+            continue
+        turns = meta.get("turns")
+        said_by = turns[0].get("speaker") if isinstance(turns, list) and turns else None
+        if speaker is None or said_by == speaker:
             return row
     return None

@@ -35,7 +35,7 @@ def add_graph_tools(server: MCPServer, memory: Memory, scope: Scope) -> None:
     ) -> dict[str, Any]:
         """Link two rows of one namespace, e.g. a decision to its result (`causal`)."""
         try:
-            scope.check_row(await memory.get(src))
+            scope.check_write(scope.check_row(await memory.get(src)).namespace)
             scope.check_row(await memory.get(dst))
             edge = await memory.link(src, dst, edge_type=edge_type, weight=weight)
         except PhiError as exc:

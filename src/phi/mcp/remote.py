@@ -1,4 +1,4 @@
-"""Remote MCP: streamable HTTP with bearer tokens, each token confined to a namespace prefix.
+"""Remote MCP: streamable HTTP with bearer tokens, each token confined to namespace prefixes.
 
 `phi mcp --http --token-file FILE` serves one MCP server per token behind one endpoint; a
 request is routed by its `Authorization: Bearer` token to the server confined to that
@@ -6,6 +6,16 @@ token's prefix, so a client sees and touches only its own namespaces (the same `
 checks as over stdio) and cannot even resume another token's session. A request with no
 token or an unknown one gets 401 before any MCP code runs. This is what makes serving off
 loopback acceptable; use TLS in front of it (a reverse proxy) on an untrusted network.
+
+Every row a token's client writes records the token's name as `written_by` (never the
+secret). The token file takes two kinds of line (`#` starts a comment):
+
+    PREFIX TOKEN                       # read-write under PREFIX, named PREFIX (the old form)
+    NAME TOKEN GRANT [GRANT ...]       # GRANT: rw:PREFIX or ro:PREFIX (`*`: every namespace)
+
+e.g. `alice <token> rw:alice- ro:team-` lets alice write her own namespaces and read the
+team's; `ci <token> ro:team-` only reads. A token has at most one `rw:` grant; without one
+it is read-only.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from typing import Any, Final
 from phi.errors import InvalidInput
 from phi.mcp.server import McpOptions, build_server
 from phi.memory import Memory
+from phi.memory.model import validate_namespace
 from phi.private import check_secret_file
 
 __all__ = ["TokenScope", "build_remote_app", "load_tokens"]
@@ -41,16 +52,27 @@ class TokenScope:
 
     token: str = dataclasses.field(repr=False)
     """The secret the client sends as `Authorization: Bearer <token>`."""
-    prefix: str
-    """Namespaces the client may use start with this (e.g. `team-a-`)."""
+    prefix: str | None
+    """Namespaces the client may use start with this (e.g. `team-a-`); `None`: all."""
+    name: str | None = None
+    """Recorded as `written_by` on each row the client writes; default: the prefix."""
+    read_only: bool = False
+    """The client may read under `prefix`, not write."""
+    also_read: tuple[str, ...] = ()
+    """More prefixes the client may read, not write."""
+
+    @property
+    def writer(self) -> str:
+        """The label its rows record (`written_by`)."""
+        return self.name or self.prefix or "*"
 
 
 def load_tokens(path: Path) -> list[TokenScope]:
-    """Tokens from a file of `PREFIX TOKEN` lines (`#` starts a comment).
+    """Tokens from a file of `PREFIX TOKEN` or `NAME TOKEN GRANT...` lines (module docs).
 
-    Raises `InvalidInput` naming the line for a malformed entry, a short token, an empty
-    prefix or a token given twice, and `InsecureFile` (with the `chmod` that fixes it) for
-    a file other users can read: their tokens would be theirs too.
+    Raises `InvalidInput` naming the line for a malformed entry, a short token, a bad
+    grant, a token or name given twice, and `InsecureFile` (with the `chmod` that fixes it)
+    for a file other users can read: their tokens would be theirs too.
     """
     try:
         text = check_secret_file(path).read_text(encoding="utf-8")
@@ -68,9 +90,12 @@ def load_tokens(path: Path) -> list[TokenScope]:
             continue
         parts = line.split()
         where = f"{path}:{number}"
-        if len(parts) != 2:
-            raise InvalidInput(f"{where}: expected 'PREFIX TOKEN', got {len(parts)} fields")
-        prefix, token = parts
+        if len(parts) < 2:
+            raise InvalidInput(
+                f"{where}: expected 'PREFIX TOKEN' or 'NAME TOKEN GRANT...', got {len(parts)}"
+                " field(s)"
+            )
+        token = parts[1]
         if len(token) < MIN_TOKEN_CHARS:
             raise InvalidInput(
                 f"{where}: token is {len(token)} characters; use at least {MIN_TOKEN_CHARS} "
@@ -78,10 +103,49 @@ def load_tokens(path: Path) -> list[TokenScope]:
             )
         if any(token == s.token for s in scopes):
             raise InvalidInput(f"{where}: the same token is given twice")
-        scopes.append(TokenScope(token=token, prefix=prefix))
+        if len(parts) == 2:
+            entry = TokenScope(token=token, prefix=parts[0])
+        else:
+            entry = _granted(parts[0], token, parts[2:], where=where)
+            if any(entry.name == s.name for s in scopes):
+                raise InvalidInput(f"{where}: the name {entry.name!r} is given twice")
+        scopes.append(entry)
     if not scopes:
         raise InvalidInput(f"token file {str(path)!r} holds no tokens")
     return scopes
+
+
+def _granted(name: str, token: str, grants: Sequence[str], *, where: str) -> TokenScope:
+    """The scope of a `NAME TOKEN GRANT...` line."""
+    writes: list[str | None] = []
+    reads: list[str | None] = []
+    for grant in grants:
+        access, sep, prefix = grant.partition(":")
+        if not sep or access not in ("rw", "ro"):
+            raise InvalidInput(
+                f"{where}: grant {grant!r} is not 'rw:PREFIX' or 'ro:PREFIX' (e.g. 'ro:team-')"
+            )
+        if prefix != "*":
+            try:
+                validate_namespace(prefix)
+            except InvalidInput as exc:
+                raise InvalidInput(f"{where}: grant {grant!r}: {exc}") from None
+        (writes if access == "rw" else reads).append(None if prefix == "*" else prefix)
+    if len(writes) > 1:
+        raise InvalidInput(f"{where}: a token has at most one 'rw:' grant, got {len(writes)}")
+    if None in (*writes, *reads) and len(grants) > 1:
+        raise InvalidInput(f"{where}: a '*' grant covers every namespace; give it alone")
+    if writes:
+        home, read_only, more = writes[0], False, reads
+    else:
+        home, read_only, more = reads[0], True, reads[1:]
+    return TokenScope(
+        token=token,
+        prefix=home,
+        name=name,
+        read_only=read_only,
+        also_read=tuple(p for p in more if p is not None),
+    )
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:
@@ -124,7 +188,13 @@ def build_remote_app(
     routes: list[tuple[bytes, AsgiApp]] = []
     servers = []
     for entry in tokens:
-        server = build_server(memory, dataclasses.replace(base, namespace_prefix=entry.prefix))
+        confined = dataclasses.replace(
+            base,
+            namespace_prefix=entry.prefix,
+            read_only=entry.read_only,
+            also_read=entry.also_read,
+        )
+        server = build_server(memory.as_writer(entry.writer), confined)
         routes.append((entry.token.encode(), server.streamable_http_app(host=host)))
         servers.append(server)
 

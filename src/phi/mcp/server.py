@@ -1,9 +1,10 @@
 """phi's memory as an MCP server: thin tools over `phi.memory.Memory`.
 
 Any agent plugs this in and gets phi's memory: `remember` and `capture` write, `recall`,
-`preload`, `neighbors` and `history` read, `forget` erases (only when the operator allowed
-it). The `session_start` prompt and the `phi://preload/{namespace}` resource hand a client
-its context window before the first message (seed 004: "wake up already knowing").
+`preload`, `neighbors` and `history` read, `forget` and `forget_row` erase (only when the
+operator allowed it). The `session_start` prompt and the `phi://preload/{namespace}`
+resource hand a client its context window before the first message (seed 004: "wake up
+already knowing").
 
 The caller opens the `Memory` (the CLI, or a test) and keeps it open while the server runs.
 phi's errors become tool errors with their one-line message in `_tool_errors`, the one
@@ -27,6 +28,7 @@ from phi.errors import InvalidInput, NamespaceNotFound, PhiError
 from phi.mcp._scope import Scope
 from phi.mcp.capture import CaptureKind, capture
 from phi.mcp.graph import add_graph_tools
+from phi.mcp.hook_tool import add_hook_tool
 from phi.memory import EdgeType, Kind, Memory, NewRow, user_namespace
 from phi.memory.model import validate_namespace
 from phi.memory.serial import to_json
@@ -54,9 +56,13 @@ class McpOptions:
     namespace_prefix: str | None = None
     """Confine the client to namespaces starting with this."""
     allow_forget: bool = False
-    """Register the `forget` tool (a hard delete) at all."""
+    """Register the `forget` and `forget_row` tools (hard deletes) at all."""
     session_namespace: str = DEFAULT_SESSION_NAMESPACE
     """Default namespace of `capture`; the prefix is put in front of it when it lacks it."""
+    read_only: bool = False
+    """The client may read, never write (a read-only bearer token)."""
+    also_read: tuple[str, ...] = ()
+    """More namespace prefixes the client may read, not write (a team's, beside its own)."""
 
     def __post_init__(self) -> None:
         # An empty prefix would confine nothing while looking like confinement.
@@ -113,7 +119,7 @@ def _about(person: str | None, namespaces: list[str] | None) -> list[str] | None
 def build_server(memory: Memory, options: McpOptions | None = None) -> MCPServer:
     """An MCP server over an open `memory` (the caller keeps it open while serving)."""
     opts = options or McpOptions()
-    scope = Scope(prefix=opts.namespace_prefix)
+    scope = Scope(prefix=opts.namespace_prefix, read_only=opts.read_only, also_read=opts.also_read)
     server: MCPServer = MCPServer(
         "phi-memory", instructions=INSTRUCTIONS, version="0.1.0", log_level="WARNING"
     )
@@ -121,6 +127,7 @@ def build_server(memory: Memory, options: McpOptions | None = None) -> MCPServer
     _add_read_tools(server, memory, scope)
     _add_session_start(server, memory, scope)
     add_graph_tools(server, memory, scope)
+    add_hook_tool(server, memory, scope, default_namespace=opts.default_namespace())
     return server
 
 
@@ -145,7 +152,7 @@ def _add_write_tools(server: MCPServer, memory: Memory, scope: Scope, opts: McpO
         row = await memory.remember(
             NewRow(
                 content=content,
-                namespace=scope.check(namespace),
+                namespace=scope.check_write(namespace),
                 kind=kind,
                 tags=tags or (),
                 source_uris=source_uris or (),
@@ -173,7 +180,7 @@ def _add_write_tools(server: MCPServer, memory: Memory, scope: Scope, opts: McpO
         to the previous item of the same session. Send everything; no judgement needed."""
         captured = await capture(
             memory,
-            namespace=scope.check(namespace or opts.default_namespace()),
+            namespace=scope.check_write(namespace or opts.default_namespace()),
             session=session,
             kind=kind,
             content=content,
@@ -195,13 +202,29 @@ def _add_write_tools(server: MCPServer, memory: Memory, scope: Scope, opts: McpO
             """Erase a namespace for good (a person asked to be forgotten). Irreversible."""
             if confirm != namespace:
                 raise InvalidInput("confirm must repeat the namespace exactly")
-            report = await memory.forget(scope.check(namespace))
+            report = await memory.forget(scope.check_write(namespace))
             return {
                 "namespace": report.namespace,
                 "rows": report.rows,
                 "edges": report.edges,
                 "kinds": dict(report.kinds),
             }
+
+        @server.tool()
+        @_tool_errors
+        async def forget_row(
+            row_id: RowId,
+            confirm: Annotated[str, Field(description="The row id again, to confirm.")],
+        ) -> dict[str, object]:
+            """Erase one row for good (a mistake, a leaked secret) with the rows made from it
+            alone (facts extracted from it, summaries of it only); a row it had corrected
+            becomes current again. Irreversible."""
+            if confirm != row_id:
+                raise InvalidInput("confirm must repeat the row id exactly")
+            # A row it cannot read is "not found"; one it may only read is refused by name.
+            scope.check_write(scope.check_row(await memory.get(row_id)).namespace)
+            report = await memory.forget_row(row_id, confine=scope.writable)
+            return report.to_json()
 
 
 def _add_read_tools(server: MCPServer, memory: Memory, scope: Scope) -> None:

@@ -25,7 +25,7 @@ from phi.memory.preload import ContextWindow
 from phi.memory.recall import DEFAULT_RECIPE, Found, Recalled, RecallRecipe
 from phi.memory.reembed import ReembedProgress, ReembedReport
 from phi.memory.state import KeyValueState, StateEntry
-from phi.memory.store import ForgetReport, NamespaceInfo, StoreStats
+from phi.memory.store import ForgetReport, NamespaceInfo, RowForgetReport, StoreStats
 
 __all__ = [
     "DEFAULT_RECIPE",
@@ -49,6 +49,7 @@ __all__ = [
     "ReembedProgress",
     "ReembedReport",
     "Row",
+    "RowForgetReport",
     "StateEntry",
     "Status",
     "Step",

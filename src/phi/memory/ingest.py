@@ -131,6 +131,7 @@ def _build_row(item: NewRow, now: datetime) -> Row:
         updated_at=now,
         meta=item.resolved_meta,
         content_hash=content_hash(item.kind, item.content, item.source_uris),
+        written_by=item.written_by,
     )
 
 

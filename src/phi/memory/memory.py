@@ -58,6 +58,7 @@ from phi.memory.store import (
     Ledger,
     NamespaceInfo,
     RowFilter,
+    RowForgetReport,
     RowStore,
     Store,
     StoreStats,
@@ -129,6 +130,8 @@ class Memory:
     embedder: Embedder = field(default_factory=MiniLMEmbedder)
     ingest_policy: IngestPolicy = field(default_factory=IngestPolicy)
     recipe: RecallRecipe = DEFAULT_RECIPE
+    writer: str | None = None
+    """Stamped as `written_by` on every row this memory writes (see `as_writer`)."""
     _write_lock: anyio.Lock = field(default_factory=anyio.Lock, init=False, repr=False)
 
     @classmethod
@@ -191,6 +194,14 @@ class Memory:
             EmbeddingSpec(model=self.embedder.name, dimension=self.embedder.dimension)
         )
 
+    def as_writer(self, label: str) -> Memory:
+        """This memory (the same open store and write lock) writing as `label`: each row it
+        writes records `label` as `written_by`. The server of one bearer token writes
+        through one; it is never entered or closed itself (its parent owns the store)."""
+        view = dataclasses.replace(self, writer=label)
+        view._write_lock = self._write_lock  # one writer per process, whoever it writes as
+        return view
+
     # -- writing -------------------------------------------------------------------------
 
     async def remember(self, row: NewRow) -> Row:
@@ -208,6 +219,8 @@ class Memory:
         and queue them durably; `embed_pending` embeds the queue. Until then dense recall
         cannot see them: `unembedded` says how many wait.
         """
+        if self.writer is not None:
+            rows = [dataclasses.replace(r, written_by=self.writer) for r in rows]
         async with self._write_lock:
             return await write_rows(
                 self.store,
@@ -451,7 +464,7 @@ class Memory:
             yield row
 
     async def forget(self, namespace: str) -> ForgetReport:
-        """Erase a namespace for good: the only hard delete, for a person who asks.
+        """Erase a namespace for good, for a person who asks (`forget_row` erases one row).
 
         For a person's namespace (`phi-users-{did}`) everything phi kept about them goes,
         in one transaction (a failure part-way erases nothing): their rows; every row in
@@ -475,6 +488,20 @@ class Memory:
                 report, kinds={**report.kinds, "user block versions": report.state}
             )
         return report
+
+    async def forget_row(
+        self, row_id: str, *, confine: Callable[[str], bool] | None = None
+    ) -> RowForgetReport:
+        """Erase one row for good (a mistake, a secret) with what was made from it alone.
+
+        In one transaction: the row; every row whose only sources are erased rows (a fact
+        extracted from it, a summary of it alone, a card promoted from it), repeatedly; their
+        edges, vectors, text entries and marks. A row it had superseded is current again
+        unless another row supersedes it. `confine` (a namespace predicate, e.g. an MCP
+        client's scope) makes a row outside it `RowNotFound` and keeps derived rows outside
+        it. Raises `RowNotFound` for an unknown id.
+        """
+        return await self.store.forget_row(validate_text(row_id, what="row id"), confine=confine)
 
     # -- moving to another embedding model --------------------------------------------------
 

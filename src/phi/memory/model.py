@@ -129,6 +129,9 @@ class NewRow:
     thread: str | None = None
     """The conversation it belongs to, kept as `meta["thread"]` (recall filters by it)."""
     meta: Mapping[str, Any] = field(default_factory=dict)
+    written_by: str | None = None
+    """Who wrote it: the label of the credential (an MCP bearer token's name), never the
+    secret; `None` for a local write."""
 
     def __post_init__(self) -> None:
         # Callers pass lists from JSON bodies; the value stays immutable and hashable.
@@ -206,6 +209,9 @@ class Row:
     meta: Mapping[str, Any]
     content_hash: Annotated[str, Field(exclude=True)]
     """Identity for idempotent writes: kind, content and sources (internal: not in JSON)."""
+    written_by: str | None = None
+    """The label of the credential that first wrote it (`NewRow.written_by`); `None` for a
+    local write."""
 
     @property
     def thread(self) -> str | None:

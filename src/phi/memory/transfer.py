@@ -281,6 +281,7 @@ def _parse_line(line: str, where: str) -> Row:
             updated_at=_moment(value["updated_at"], where),
             meta=meta,
             content_hash=content_hash(kind, content, sources),
+            written_by=value["written_by"] if isinstance(value.get("written_by"), str) else None,
         )
     except KeyError as exc:
         raise InvalidInput(f"{where}: missing field {exc.args[0]!r}") from None

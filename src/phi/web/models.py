@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from phi.memory import EdgeType, ForgetReport, Kind, Recalled, Row, Step
+from phi.memory import EdgeType, ForgetReport, Kind, Recalled, Row, RowForgetReport, Step
 
 __all__ = [
     "ForgetOut",
@@ -21,6 +21,7 @@ __all__ = [
     "HistoryOut",
     "LinkIn",
     "RememberIn",
+    "RowForgetOut",
     "SearchOut",
     "WalkOut",
 ]
@@ -85,3 +86,20 @@ class ForgetOut(BaseModel):
             edges=report.edges,
             kinds=dict(report.kinds),
         )
+
+
+class RowForgetOut(BaseModel):
+    """What `forget_row` erased: the row, the rows made from it alone, the rows current again."""
+
+    row_id: str
+    rows: int
+    edges: int
+    kinds: dict[str, int]
+    erased: list[str]
+    derived: list[str]
+    reinstated: list[str]
+    published: list[str]
+
+    @classmethod
+    def of(cls, report: RowForgetReport) -> RowForgetOut:
+        return cls.model_validate(report.to_json())

@@ -16,6 +16,7 @@ from phi.web.models import (
     HistoryOut,
     LinkIn,
     RememberIn,
+    RowForgetOut,
     SearchOut,
     WalkOut,
 )
@@ -110,6 +111,13 @@ async def remember(memory: MemoryDep, body: RememberIn) -> Row:
 async def forget(memory: MemoryDep, namespace: str) -> ForgetOut:
     """`Memory.forget`: erase a namespace for good (needs the bearer token)."""
     return ForgetOut.of(await memory.forget(namespace))
+
+
+@router.delete("/api/memory/rows/{row_id}", dependencies=[Depends(require_token)])
+async def forget_row(memory: MemoryDep, row_id: str) -> RowForgetOut:
+    """`Memory.forget_row`: erase one row for good with the rows made from it alone
+    (needs the bearer token)."""
+    return RowForgetOut.of(await memory.forget_row(row_id))
 
 
 @router.get("/api/memory/walk/{row_id}")

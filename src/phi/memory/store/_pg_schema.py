@@ -307,3 +307,10 @@ async def m003_embed_queue(conn: Conn) -> None:
         f"INSERT INTO embed_queue (id, namespace, queued_at) SELECT r.id, r.namespace,"
         f" r.updated_at FROM rows r{waiting}"
     )
+
+
+@migration
+async def m004_written_by(conn: Conn) -> None:
+    """Which credential wrote each row (a bearer token's label, never the secret), as in
+    the SQLite store; rows written before are local writes (`NULL`)."""
+    await conn.execute("ALTER TABLE rows ADD COLUMN written_by text")

@@ -22,7 +22,8 @@ from phi.memory.store.base import Hit, NamespaceInfo, RowFilter
 
 ROW_COLUMNS: Final = (
     "r.row_id, r.namespace, r.kind, r.content, r.content_hash, r.status, r.supersedes,"
-    " r.trust, r.tags, r.source_uris, r.author, r.created_at, r.updated_at, r.meta"
+    " r.trust, r.tags, r.source_uris, r.author, r.created_at, r.updated_at, r.meta,"
+    " r.written_by"
 )
 EXACT_MAX: Final = 2000
 """Largest scope searched exactly; wider ones go through the HNSW index. Measured on 2
@@ -34,7 +35,7 @@ EF_SEARCH: Final = 100
 
 def row_from(values: Sequence[Any]) -> Row:
     (row_id, namespace, kind, content, chash, status, supersedes, trust, tags, sources,
-     author, created, updated, meta) = values  # fmt: skip
+     author, created, updated, meta, written_by) = values  # fmt: skip
     return Row(
         row_id=row_id,
         namespace=namespace,
@@ -50,6 +51,7 @@ def row_from(values: Sequence[Any]) -> Row:
         created_at=created.astimezone(UTC),
         updated_at=updated.astimezone(UTC),
         meta=meta,
+        written_by=written_by,
     )
 
 

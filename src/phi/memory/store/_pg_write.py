@@ -44,16 +44,18 @@ async def upsert_rows(
     threads = [row.meta.get("thread") for row in rows]
     cur = await conn.execute(
         "INSERT INTO rows (row_id, namespace, kind, content, content_hash, status, supersedes,"
-        " trust, tags, source_uris, author, thread, created_at, updated_at, meta, doc_len)"
+        " trust, tags, source_uris, author, thread, created_at, updated_at, meta, doc_len,"
+        " written_by)"
         " SELECT u.row_id, u.namespace, u.kind, u.content, u.content_hash, u.status,"
         " u.supersedes, u.trust, ARRAY(SELECT jsonb_array_elements_text(u.tags)),"
         " ARRAY(SELECT jsonb_array_elements_text(u.sources)), u.author, u.thread,"
-        " u.created_at, u.updated_at, u.meta, u.doc_len FROM unnest("
+        " u.created_at, u.updated_at, u.meta, u.doc_len, u.written_by FROM unnest("
         "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],"
         " %s::text[], %s::jsonb[], %s::jsonb[], %s::text[], %s::text[], %s::timestamptz[],"
-        " %s::timestamptz[], %s::jsonb[], %s::int[]) WITH ORDINALITY AS u(row_id, namespace,"
-        " kind, content, content_hash, status, supersedes, trust, tags, sources, author,"
-        " thread, created_at, updated_at, meta, doc_len, n) ORDER BY u.n"
+        " %s::timestamptz[], %s::jsonb[], %s::int[], %s::text[]) WITH ORDINALITY AS"
+        " u(row_id, namespace, kind, content, content_hash, status, supersedes, trust, tags,"
+        " sources, author, thread, created_at, updated_at, meta, doc_len, written_by, n)"
+        " ORDER BY u.n"
         " ON CONFLICT (namespace, content_hash) DO NOTHING RETURNING row_id, id",
         (
             [r.row_id for r in rows],
@@ -72,6 +74,7 @@ async def upsert_rows(
             [r.updated_at for r in rows],
             [Jsonb(dict(r.meta)) for r in rows],
             [length for _, length in postings],
+            [r.written_by for r in rows],
         ),
     )
     inserted = {row_id: int(rid) for row_id, rid in await cur.fetchall()}

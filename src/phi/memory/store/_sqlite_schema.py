@@ -341,3 +341,11 @@ def m006_embed_queue_namespace(conn: apsw.Connection) -> None:
         " embed_queue.id)"
     )
     conn.execute("CREATE INDEX embed_queue_namespace ON embed_queue (namespace)")
+
+
+@migration
+def m007_written_by(conn: apsw.Connection) -> None:
+    """Which credential wrote each row (a bearer token's label, never the secret), so a
+    team store shared through `phi mcp --http` says whose client wrote what. Rows written
+    before are local writes: `NULL`."""
+    conn.execute("ALTER TABLE rows ADD COLUMN written_by TEXT")

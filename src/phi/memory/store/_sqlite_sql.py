@@ -32,7 +32,8 @@ T = TypeVar("T")
 
 ROW_COLUMNS: Final = (
     "r.row_id, r.namespace, r.kind, r.content, r.content_hash, r.status, r.supersedes, "
-    "r.trust, r.tags, r.source_uris, r.author, r.created_at, r.updated_at, r.meta"
+    "r.trust, r.tags, r.source_uris, r.author, r.created_at, r.updated_at, r.meta,"
+    " r.written_by"
 )
 _CHUNK: Final = 500
 """Ids per `IN (...)` list, well under SQLite's limit on bound parameters."""
@@ -64,6 +65,7 @@ def row_from(values: Sequence[Any]) -> Row:
         created,
         updated,
         meta,
+        written_by,
     ) = values
     return Row(
         row_id=row_id,
@@ -80,6 +82,7 @@ def row_from(values: Sequence[Any]) -> Row:
         created_at=dt(created),
         updated_at=dt(updated),
         meta=json.loads(meta),
+        written_by=written_by,
     )
 
 
@@ -142,8 +145,8 @@ def upsert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> Row:
     thread = row.meta.get("thread")
     conn.execute(
         "INSERT INTO rows (row_id, namespace, kind, content, content_hash, status,"
-        " supersedes, trust, tags, source_uris, author, thread, created_at, updated_at, meta)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        " supersedes, trust, tags, source_uris, author, thread, created_at, updated_at, meta,"
+        " written_by) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
         " ON CONFLICT (namespace, content_hash) DO NOTHING",
         (
             row.row_id,
@@ -161,6 +164,7 @@ def upsert_row(conn: apsw.Connection, item: RowWrite, dimension: int) -> Row:
             ts(row.created_at),
             ts(row.updated_at),
             json.dumps(dict(row.meta), ensure_ascii=False),
+            row.written_by,
         ),
     )
     if conn.changes() == 0:

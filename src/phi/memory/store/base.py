@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from phi.memory.model import Edge, EdgeType, Kind, Row, Status
 from phi.memory.store.ledger import Ledger, ModelCallRecord, PassMark, StateEntry, UsageTotals
+from phi.memory.store.row_forget import RowEraser, RowForgetReport
 
 __all__ = [
     "DERIVED_FROM",
@@ -37,7 +38,9 @@ __all__ = [
     "ModelCallRecord",
     "NamespaceInfo",
     "PassMark",
+    "RowEraser",
     "RowFilter",
+    "RowForgetReport",
     "RowStore",
     "RowWrite",
     "StateEntry",
@@ -404,8 +407,8 @@ class RowStore(Protocol):
         ...
 
 
-class Store(RowStore, Ledger, Protocol):
-    """A whole backend: one object that is both a `RowStore` and a `Ledger` (one
+class Store(RowStore, Ledger, RowEraser, Protocol):
+    """A whole backend: one object that is a `RowStore`, a `Ledger` and a `RowEraser` (one
     database, so `forget` can take rows, marks and state in one transaction)."""
 
 

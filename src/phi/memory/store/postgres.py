@@ -54,6 +54,7 @@ from phi.memory.store.base import (
     NamespaceInfo,
     PassMark,
     RowFilter,
+    RowForgetReport,
     RowWrite,
     StateEntry,
     StoreStats,
@@ -348,6 +349,11 @@ class PostgresStore:
         return await self._write(
             partial(_pg_forget.erase, namespace=namespace, author=author, state=state)
         )
+
+    async def forget_row(
+        self, row_id: str, *, confine: Callable[[str], bool] | None = None
+    ) -> RowForgetReport:
+        return await self._write(partial(_pg_forget.erase_row, row_id=row_id, confine=confine))
 
     # -- reads -------------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ from phi.memory.store.base import (
     NamespaceInfo,
     PassMark,
     RowFilter,
+    RowForgetReport,
     RowWrite,
     StoreStats,
 )
@@ -328,6 +329,11 @@ class SQLiteStore:
         return await self._write(
             partial(forget_sql.erase, namespace=namespace, author=author, state=state)
         )
+
+    async def forget_row(
+        self, row_id: str, *, confine: Callable[[str], bool] | None = None
+    ) -> RowForgetReport:
+        return await self._write(partial(forget_sql.erase_row, row_id=row_id, confine=confine))
 
     # -- reads -------------------------------------------------------------------------
 

@@ -99,6 +99,10 @@ function rowItem(row, cls) {
   const meta = el("div", { class: "meta" });
   meta.appendChild(el("span", { class: `trust-${row.trust}` }, `${row.kind} · ${row.trust} trust`));
   meta.appendChild(document.createTextNode(` · ${age(row.created_at)}`));
+  if (row.written_by) {
+    meta.appendChild(document.createTextNode(" · written by "));
+    meta.appendChild(el("span", { class: "writer" }, row.written_by));
+  }
   for (const uri of row.source_uris) {
     meta.appendChild(document.createTextNode(" · "));
     meta.appendChild(el("span", { class: "source" }, uri));

@@ -1,0 +1,1 @@
+"""The coding-memory development benchmark (see `run.py`)."""
