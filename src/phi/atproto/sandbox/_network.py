@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 import anyio
 import httpx
@@ -96,6 +96,10 @@ class SandboxStatus:
     """The launcher's pid, when one is recorded and alive."""
     info: SandboxInfo | None
     """URLs and accounts, when running."""
+
+
+PORTS_RELEASE_S: Final = 20.0
+"""How long a network pinned to its ports waits for a stopped one to release them."""
 
 
 def _alive(pid: int) -> bool:
@@ -230,6 +234,13 @@ class Sandbox:
         schema may follow them) a copy on the next block of four free ports."""
         config = self.config
         busy = await self._first_taken(config)
+        # A network pinned to its ports (a schema of its own: the tests') that was stopped just
+        # before, by `down` or by an interrupted run, can hold them a few seconds after its
+        # launcher has gone: wait for them before saying they are taken.
+        deadline = time.monotonic() + (PORTS_RELEASE_S if config.schema is not None else 0)
+        while busy is not None and time.monotonic() < deadline:
+            await anyio.sleep(0.5)
+            busy = await self._first_taken(config)
         if busy is None:
             return config
         service, port = busy
