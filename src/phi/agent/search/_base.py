@@ -128,3 +128,25 @@ def text(item: dict[str, Any], name: str) -> str:
 def items(value: Any) -> list[dict[str, Any]]:
     """The objects of a JSON list (anything else in it, or a non-list, gives nothing)."""
     return [i for i in value if isinstance(i, dict)] if isinstance(value, list) else []
+
+
+def response_object(response: httpx.Response, *, provider: str) -> dict[str, Any]:
+    """The JSON object of a 200 answer (`checked_json`); any other JSON is refused."""
+    payload = checked_json(response, provider=provider)
+    if not isinstance(payload, dict):
+        raise SearchFailed(f"{provider}: the answer is not a search response")
+    return payload
+
+
+def hits(found: Any, *, snippet: str, published: str, limit: int) -> list[SearchHit]:
+    """The first `limit` results of the JSON list `found`, each read from its `title`,
+    `url` and the provider's own `snippet` and `published` fields."""
+    return [
+        SearchHit(
+            title=text(r, "title"),
+            url=text(r, "url"),
+            snippet=text(r, snippet),
+            published=text(r, published) or None,
+        )
+        for r in items(found)[:limit]
+    ]

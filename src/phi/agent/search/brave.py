@@ -18,13 +18,12 @@ from typing import Final
 import httpx
 
 from phi.agent.search._base import (
-    SearchFailed,
     SearchHit,
     SearchRequest,
     TimeRange,
-    checked_json,
     endpoint,
     items,
+    response_object,
     text,
 )
 
@@ -57,9 +56,7 @@ class BraveSearch:
                 "X-Subscription-Token": request.key.get_secret_value(),
             },
         )
-        payload = checked_json(response, provider=self.name)
-        if not isinstance(payload, dict):
-            raise SearchFailed(f"{self.name}: the answer is not a search response")
+        payload = response_object(response, provider=self.name)
         web = payload.get("web")
         found = items(web.get("results")) if isinstance(web, dict) else []
         return [

@@ -15,8 +15,7 @@ from phi.agent.search._base import (
     SearchRequest,
     bearer,
     checked_json,
-    items,
-    text,
+    hits,
 )
 
 __all__ = ["JsonSearch"]
@@ -35,12 +34,4 @@ class JsonSearch:
         response = await http.get(request.base_url, params=params, headers=bearer(request.key))
         payload = checked_json(response, provider=self.name)
         found = payload.get("results") if isinstance(payload, dict) else payload
-        return [
-            SearchHit(
-                title=text(r, "title"),
-                url=text(r, "url"),
-                snippet=text(r, "snippet"),
-                published=text(r, "published") or None,
-            )
-            for r in items(found)[: request.limit]
-        ]
+        return hits(found, snippet="snippet", published="published", limit=request.limit)

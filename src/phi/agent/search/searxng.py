@@ -21,10 +21,9 @@ from phi.agent.search._base import (
     SearchHit,
     SearchRequest,
     bearer,
-    checked_json,
     endpoint,
-    items,
-    text,
+    hits,
+    response_object,
 )
 
 __all__ = ["SearxngSearch"]
@@ -51,15 +50,10 @@ class SearxngSearch:
                 f"{self.name}: the instance refused format=json (HTTP 403): add json to "
                 "search.formats in its settings.yml"
             )
-        payload = checked_json(response, provider=self.name)
-        if not isinstance(payload, dict):
-            raise SearchFailed(f"{self.name}: the answer is not a search response")
-        return [
-            SearchHit(
-                title=text(r, "title"),
-                url=text(r, "url"),
-                snippet=text(r, "content"),
-                published=text(r, "publishedDate") or None,
-            )
-            for r in items(payload.get("results"))[: request.limit]
-        ]
+        payload = response_object(response, provider=self.name)
+        return hits(
+            payload.get("results"),
+            snippet="content",
+            published="publishedDate",
+            limit=request.limit,
+        )

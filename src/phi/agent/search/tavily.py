@@ -16,14 +16,12 @@ from typing import Final
 import httpx
 
 from phi.agent.search._base import (
-    SearchFailed,
     SearchHit,
     SearchRequest,
     bearer,
-    checked_json,
     endpoint,
-    items,
-    text,
+    hits,
+    response_object,
 )
 
 __all__ = ["TavilySearch"]
@@ -45,15 +43,10 @@ class TavilySearch:
         response = await http.post(
             endpoint(request.base_url, PATH), json=body, headers=bearer(request.key)
         )
-        payload = checked_json(response, provider=self.name)
-        if not isinstance(payload, dict):
-            raise SearchFailed(f"{self.name}: the answer is not a search response")
-        return [
-            SearchHit(
-                title=text(r, "title"),
-                url=text(r, "url"),
-                snippet=text(r, "content"),
-                published=text(r, "published_date") or None,
-            )
-            for r in items(payload.get("results"))[: request.limit]
-        ]
+        payload = response_object(response, provider=self.name)
+        return hits(
+            payload.get("results"),
+            snippet="content",
+            published="published_date",
+            limit=request.limit,
+        )
