@@ -37,8 +37,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CRITICAL_DIR = ROOT / "tests" / "mutation"
 VERIFIED_FILE = CRITICAL_DIR / "verified"
-"""The commit of the last full run in which every module met the goal (`--record` writes it)."""
-"""One TOML file per area of the critical set: its modules, their tests, its equivalents."""
+"""Per module, the commit of the last run in which it met the goal (`--record` writes it):
+one `PATH COMMIT` line each. `--changed` compares each module with its own commit, so areas
+can be verified one at a time as they settle."""
 KILLED = {"killed", "caught by type check", "timeout", "segfault"}
 """mutmut's verdicts that mean the tests noticed the mutant (a hang or a crash is noticed)."""
 
@@ -275,12 +276,61 @@ def _tally(
 # -- the --changed mode: mutants on lines changed since the last verified commit -----------
 
 
-def base_commit(given: str | None) -> str | None:
-    """What `--changed` compares with: `--base`, else the commit the last full run that met
-    the goal recorded (`tests/mutation/verified`), else the merge base with origin/main;
-    None when there is none of them (a clone without that branch, before any verified run)."""
-    if given is None and VERIFIED_FILE.exists():
-        given = VERIFIED_FILE.read_text().split()[0]
+def verified_commits() -> dict[str, str]:
+    """Module path -> the commit of its last run that met the goal (`tests/mutation/verified`;
+    a line holding a commit alone, the old format, stands for every module)."""
+    found: dict[str, str] = {}
+    if not VERIFIED_FILE.exists():
+        return found
+    for raw in VERIFIED_FILE.read_text().splitlines():
+        parts = raw.split("#", 1)[0].split()
+        if len(parts) == 1:
+            found.setdefault("*", parts[0])
+        elif len(parts) == 2:
+            found[parts[0]] = parts[1]
+    return found
+
+
+def record_verified(tallies: list[Tally], modules: list[Module], *, threshold: float) -> list[str]:
+    """Record HEAD for each module that met the goal and whose source and tests are as HEAD
+    has them (a run on uncommitted code proves nothing about a commit); the refused, named."""
+    head = _git("rev-parse", "HEAD").strip()
+    by_path = {m.path: m for m in modules}
+    found = verified_commits()
+    refused = []
+    for tally in tallies:
+        module = by_path[tally.module]
+        files = [module.path, *sorted({t.split("::")[0] for t in module.tests})]
+        dirty = _git("status", "--porcelain", "--", *files).strip()
+        if tally.score < threshold or dirty:
+            refused.append(f"{module.path}: " + ("below the goal" if not dirty else "uncommitted"))
+            continue
+        found[module.path] = head
+    if all(m.path in found for m in critical_set()):
+        found.pop("*", None)  # every module has a line of its own: the old catch-all is spent
+    lines = [
+        "# Per module of the critical set, the commit of its last mutation run that met the goal",
+        "# (written by `scripts/mutate --record`; `--changed` mutates what changed since).",
+        *(f"{path} {commit}" for path, commit in sorted(found.items())),
+    ]
+    VERIFIED_FILE.write_text("\n".join(lines) + "\n")
+    return refused
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def base_commit(given: str | None, *, module: str | None = None) -> str | None:
+    """What `--changed` compares a module with: `--base`, else the commit of the module's
+    last run that met the goal (`tests/mutation/verified`), else the merge base with
+    origin/main; None when there is none of them (a clone without that branch, before any
+    verified run)."""
+    if given is None:
+        verified = verified_commits()
+        given = verified.get(module or "", verified.get("*"))
     if given is None:
         given = "origin/main"
     found = subprocess.run(
@@ -368,15 +418,20 @@ def _function_starts(source_file: Path) -> dict[str, int]:
     return starts
 
 
-def run_changed(modules: list[Module], *, base: str, workers: int) -> list[Tally]:
-    """The CI mode. A module's changed lines are mutated; a module whose tests changed (a
-    test weakened is a change too) is mutated whole. Every mutant must die."""
-    sources = changed_lines(base, ["src"])
-    tests = changed_lines(base, ["tests"])
+def run_changed(modules: list[Module], *, given: str | None, workers: int) -> list[Tally]:
+    """The CI mode. Against each module's base (`base_commit`), its changed lines are
+    mutated; a module whose tests changed (a test weakened is a change too), or that has no
+    base at all (critical code never verified), is mutated whole. Every mutant must die."""
     tallies = []
     for module in modules:
-        guarded_by = {t.split("::")[0] for t in module.tests}
-        if guarded_by & set(tests):
+        base = base_commit(given, module=module.path)
+        if base is None:
+            print(f"{module.path}: no verified run to compare with: mutating it whole")
+            tallies.append(run_module(module, workers=workers))
+            continue
+        guarded_by = sorted({t.split("::")[0] for t in module.tests})
+        sources = changed_lines(base, [module.path])
+        if changed_lines(base, guarded_by):
             tallies.append(run_module(module, workers=workers))
         elif module.path in sources:
             tallies.append(run_module(module, workers=workers, lines=sources[module.path]))
@@ -417,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--record",
         action="store_true",
-        help="After a full run in which every module met the goal, record HEAD as verified.",
+        help="Record HEAD as verified for each module of the run that met the goal.",
     )
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--threshold", type=float, default=0.9, help="Goal per module (0.9).")
@@ -433,15 +488,7 @@ def main(argv: list[str] | None = None) -> int:
         modules = [known[p] for p in sorted(wanted)]
     started = time.monotonic()
     if args.changed:
-        base = base_commit(args.base)
-        if base is None:
-            print(
-                "nothing to compare with: no verified full run is recorded "
-                f"({VERIFIED_FILE.relative_to(ROOT)}) and no origin/main; "
-                "run `scripts/mutate --record` once every module meets the goal"
-            )
-            return 0
-        tallies = run_changed(modules, base=base, workers=args.workers)
+        tallies = run_changed(modules, given=args.base, workers=args.workers)
         failed = any(t.survived for t in tallies)
     else:
         tallies = []
@@ -451,11 +498,9 @@ def main(argv: list[str] | None = None) -> int:
                 # A full run takes an hour or more: each module's row as soon as it is known.
                 print(f"done: {json.dumps(asdict(tallies[-1]))}", file=sys.stderr, flush=True)
         failed = any(t.score < args.threshold for t in tallies)
-        if args.record and not failed and not args.paths:
-            head = subprocess.run(
-                ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-            ).stdout.strip()
-            VERIFIED_FILE.write_text(f"{head}\n")
+        if args.record:
+            for line in record_verified(tallies, modules, threshold=args.threshold):
+                print(f"not recorded as verified: {line}", file=sys.stderr)
     elapsed = time.monotonic() - started
     if args.json:
         print(
