@@ -69,6 +69,10 @@ class Tally:
     seconds: float = 0.0
     survivors: list[str] = field(default_factory=list)
     """Names of mutants no test killed (and not listed as equivalent)."""
+    equivalents: list[str] = field(default_factory=list)
+    """The mutants of the run listed as equivalent, each with its change and the reason
+    given: mutmut numbers mutants by position in their function, so after an edit a listed
+    name can point at another mutant; printed so that shows."""
 
     @property
     def score(self) -> float:
@@ -257,18 +261,19 @@ def _tally(
     tally = Tally(module=path, made=len(codes), seconds=seconds)
     for name, code in sorted(codes.items()):
         status = status_by_exit_code[code]
+        mutant = where.get(name)
+        shown = (
+            f"{path}:{mutant.line}: {mutant.before.strip()!r} -> {mutant.after.strip()!r}"
+            if mutant
+            else path
+        )
         if status in KILLED:
             tally.killed += 1
         elif name in known:
             tally.equivalent += 1
+            tally.equivalents.append(f"{name} {shown} ({known[name]})")
         else:
             tally.survived += 1
-            mutant = where.get(name)
-            shown = (
-                f"{path}:{mutant.line}: {mutant.before.strip()!r} -> {mutant.after.strip()!r}"
-                if mutant
-                else path
-            )
             tally.survivors.append(f"{name} ({status}) {shown}")
     return tally
 
@@ -450,6 +455,9 @@ def print_table(tallies: list[Tally], *, threshold: float) -> None:
             f"{t.module:<{width}}  {t.made:>4}  {t.killed:>6}  {t.survived:>8}  "
             f"{t.equivalent:>10}  {t.score:>6.1%}  {t.seconds:>5.0f}s{mark}"
         )
+    for t in tallies:
+        for name in t.equivalents:
+            print(f"equivalent: {name}")
     for t in tallies:
         for name in t.survivors:
             print(f"survived: {name}")
