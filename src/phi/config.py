@@ -89,6 +89,11 @@ class Settings(BaseSettings):
     for a SQLite file (one user), no for PostgreSQL (a team's hosts share it: upgrade with
     `phi memory upgrade` once every host runs the new phi)."""
 
+    postgres_pool_max: int | None = Field(default=None, ge=1, le=10_000)
+    """Connections one process's PostgreSQL pool may hold (unset: 4), lowered to what the
+    server allows (`max_connections` minus its reserved slots and 5 spare); N processes on
+    one server need N times this (`docs/scaling.md`)."""
+
     embedder: str = "minilm"
     """Embedding model: `minilm` (offline default) or `openai:MODEL` (any OpenAI-compatible
     `/embeddings` endpoint, e.g. `openai:text-embedding-3-small`)."""

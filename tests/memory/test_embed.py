@@ -31,3 +31,13 @@ async def test_batching_and_order_do_not_change_vectors(minilm: MiniLMEmbedder) 
     one = await minilm.embed([texts[77]])
     assert np.allclose(together[77], one[0], atol=1e-5)
     assert (await minilm.embed([])).shape == (0, 384)
+
+
+async def test_the_model_waits_without_spinning(minilm: MiniLMEmbedder) -> None:
+    # Spinning threads between batches burned half the embedder's CPU on a shared machine.
+    await minilm.embed(["warm up"])
+    session, _ = minilm._load()
+    entry = session.get_session_options().get_session_config_entry(
+        "session.intra_op.allow_spinning"
+    )
+    assert entry == "0"

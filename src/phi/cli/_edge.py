@@ -148,7 +148,12 @@ def open_memory(db: str | None, *, sandbox: bool = False, creates: bool = False)
         embedder = current.make_embedder()
     except SettingsError as exc:
         fail(str(exc))
-    return Memory.open(location, embedder=embedder, auto_upgrade=current.auto_upgrade)
+    return Memory.open(
+        location,
+        embedder=embedder,
+        auto_upgrade=current.auto_upgrade,
+        pool_max=current.postgres_pool_max,
+    )
 
 
 def _file_of(location: str) -> Path | None:

@@ -142,6 +142,10 @@ class MiniLMEmbedder:
                 options = onnxruntime.SessionOptions()
                 options.intra_op_num_threads = self.threads
                 options.inter_op_num_threads = 1
+                # onnxruntime's pool spins between batches by default: on a shared 2-core
+                # machine that burned half the embedder's CPU per call (bench/load.py: 30 ms
+                # spinning vs 15 ms not) and starved the processes beside it.
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
                 self._session = onnxruntime.InferenceSession(
                     str(model_file), options, providers=["CPUExecutionProvider"]
                 )

@@ -143,12 +143,14 @@ class Memory:
         ingest_policy: IngestPolicy | None = None,
         recipe: RecallRecipe = DEFAULT_RECIPE,
         auto_upgrade: bool | None = None,
+        pool_max: int | None = None,
     ) -> Memory:
         """A memory at `location` (a SQLite file path); connect with `async with`.
         `auto_upgrade`: whether connecting applies pending schema migrations (None: the
-        backend's default, on for SQLite and off for PostgreSQL)."""
+        backend's default, on for SQLite and off for PostgreSQL). `pool_max`: connections
+        a PostgreSQL store's pool may hold (None: its default; SQLite has no pool)."""
         return cls(
-            store=_open_store(location, auto_upgrade=auto_upgrade),
+            store=_open_store(location, auto_upgrade=auto_upgrade, pool_max=pool_max),
             embedder=embedder or MiniLMEmbedder(),
             ingest_policy=ingest_policy or IngestPolicy(),
             recipe=recipe,

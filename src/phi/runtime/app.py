@@ -122,6 +122,7 @@ async def open_runtime(
             settings.resolved_memory_url(),
             embedder=settings.make_embedder(),
             auto_upgrade=settings.auto_upgrade,
+            pool_max=settings.postgres_pool_max,
         ) as memory,
     ):
         runtime = PhiRuntime(

@@ -51,14 +51,17 @@ __all__ = [
 ]
 
 
-def open_store(location: str | Path, *, auto_upgrade: bool | None = None) -> Store:
+def open_store(
+    location: str | Path, *, auto_upgrade: bool | None = None, pool_max: int | None = None
+) -> Store:
     """The backend a location names: a file path or `sqlite://` URL (SQLite), or a
     `postgresql://` / `postgres://` URL (PostgreSQL with pgvector). `auto_upgrade`: whether
-    connecting applies pending migrations (None: the backend's default)."""
+    connecting applies pending migrations (None: the backend's default); `pool_max`: the
+    PostgreSQL store's connection pool bound (None: its default)."""
     where = store_location(location)
     if isinstance(where, Path):
         return SQLiteStore(where, auto_upgrade=auto_upgrade)
-    return PostgresStore(where, auto_upgrade=auto_upgrade)
+    return PostgresStore(where, auto_upgrade=auto_upgrade, pool_max=pool_max)
 
 
 def store_location(location: str | Path) -> Path | str:

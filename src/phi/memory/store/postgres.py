@@ -15,6 +15,7 @@ later for iterative index scans); `phi postgres up` starts such a server locally
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -30,7 +31,7 @@ import psycopg_pool
 
 from phi.errors import EmbedderMismatch, PhiError, StoreError
 from phi.memory.model import Edge, EdgeType, Row, Status
-from phi.memory.store import _pg_bulk, _pg_forget
+from phi.memory.store import _pg_bulk, _pg_forget, _pg_pool
 from phi.memory.store import _pg_learning as learning_sql
 from phi.memory.store import _pg_queue as queue_sql
 from phi.memory.store import _pg_reembed as reembed_sql
@@ -65,8 +66,8 @@ from phi.memory.store.base import (
 __all__ = ["PostgresStore"]
 
 T = TypeVar("T")
-POOL_SIZE = 4
 CONNECT_TIMEOUT_S = 10.0
+logger = logging.getLogger(__name__)
 
 
 def _redacted(url: str) -> str:
@@ -81,12 +82,19 @@ def _redacted(url: str) -> str:
 class PostgresStore:
     """A memory store in a PostgreSQL database (its tables in the connection's schema)."""
 
-    def __init__(self, url: str, *, auto_upgrade: bool | None = None) -> None:
+    def __init__(
+        self, url: str, *, auto_upgrade: bool | None = None, pool_max: int | None = None
+    ) -> None:
         """A store at `url`. `auto_upgrade` (default off: a team's hosts share the store,
         and one host's upgrade would lock out every host still on the older phi) lets
         `connect` apply this phi's pending migrations; off, a store behind it is refused
-        (`SchemaBehind`) until `phi memory upgrade`. A fresh store is always created."""
+        (`SchemaBehind`) until `phi memory upgrade`. A fresh store is always created.
+        `pool_max`: connections this handle's pool may hold (default
+        `_pg_pool.DEFAULT_POOL_MAX`), lowered at `connect` to what the server allows."""
+        if pool_max is not None and pool_max < 1:
+            raise StoreError(f"the connection pool needs at least 1 connection, not {pool_max}")
         self._url = url
+        self._pool_max = _pg_pool.DEFAULT_POOL_MAX if pool_max is None else pool_max
         self._auto_upgrade = False if auto_upgrade is None else auto_upgrade
         self._pool: psycopg_pool.AsyncConnectionPool[Conn] | None = None
         self._embedding: EmbeddingSpec | None = None
@@ -121,19 +129,24 @@ class PostgresStore:
                 (schema,) = await cur.fetchone() or (None,)
                 self._key = _pg_bulk.schema_key(str(schema))
                 await _pg_bulk.recover(conn, self._key)
+                room = await _pg_pool.server_room(conn)
         except psycopg.Error as exc:
             raise StoreError(
                 f"cannot open the PostgreSQL store at {self.location!r}: {exc}"
             ) from exc
+        bound, warning = _pg_pool.pool_bound(self._pool_max, room, where=self.location)
+        if warning is not None:
+            logger.warning(warning)
         pool: psycopg_pool.AsyncConnectionPool[Conn] = psycopg_pool.AsyncConnectionPool(
             self._url,
             min_size=1,
-            max_size=POOL_SIZE,
+            max_size=bound,
             open=False,
             timeout=CONNECT_TIMEOUT_S,
             # Reads are mostly one statement: autocommit spares them a BEGIN and a COMMIT
-            # round trip each. Writes open their transaction explicitly.
-            kwargs={"autocommit": True},
+            # round trip each. Writes open their transaction explicitly. The name finds
+            # phi's sessions in `pg_stat_activity` unless the URL or PGAPPNAME gives one.
+            kwargs={"autocommit": True, "fallback_application_name": "phi"},
             configure=self._announce,
         )
         try:
