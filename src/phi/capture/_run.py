@@ -22,7 +22,18 @@ if TYPE_CHECKING:
     from phi.capture.recall import HookEventName
     from phi.memory import Memory
 
-__all__ = ["BAD_EVENT_EXIT", "HookOptions", "default_spool_dir", "open_memory", "run_hook"]
+__all__ = [
+    "BAD_EVENT_EXIT",
+    "HookOptions",
+    "Refused",
+    "answer_wait_s",
+    "context_answer",
+    "default_spool_dir",
+    "open_memory",
+    "recall_request",
+    "run_hook",
+    "take_event",
+]
 
 DEFAULT_NAMESPACE: Final = "agent-sessions"
 SESSION_START_WAIT_S: Final = 30.0
@@ -63,6 +74,10 @@ class HookOptions:
 
     host: Host = CLAUDE_CODE
     """Whose hook events come in, and how context goes back (`phi.capture.hosts`)."""
+    event_id: str | None = None
+    """The id to queue the event under; `None`: a new one. The fast path
+    (`phi.capture._fast`) names one, so an event it handed to a resident process that may
+    have queued it before failing is queued again under the same id: stored once."""
 
     @property
     def resident(self) -> Resident:
@@ -87,28 +102,56 @@ Claude Code reads a hook's exit 2 as "block this" (the tool call is stopped, the
 erased, the agent kept from stopping); any other code only shows the message."""
 
 
+class Refused(Exception):
+    """An event the hook does not take: its message is the one line the host shows."""
+
+
+def take_event(
+    stdin: BinaryIO,
+    options: HookOptions,
+    *,
+    cwd: str | None = None,
+    environ: dict[str, str] | None = None,
+) -> tuple[CheckedEvent, SpoolEntry]:
+    """Read, check, redact and queue (fsynced) the hook event on `stdin`.
+
+    `cwd` and `environ` are the hook process's (its working folder and `$PHI_CAPTURE_PROJECT`)
+    when this runs elsewhere, in the resident process; `None`: this process's.
+
+    Raises:
+        Refused: the event is bad, or cannot be queued (a full disk); nothing was queued.
+    """
+    try:
+        payload = normalize_event(options.host, read_event(stdin))
+        event = check_event(payload)
+        where = event.cwd if cwd is None else os.path.join(cwd, event.cwd or "")
+        namespace = resolve_namespace(options.namespace, where, environ=environ)
+    except InvalidInput as exc:
+        raise Refused(str(exc)) from None
+    spool = Spool(directory=options.spool_dir)
+    # Redacted before it touches the disk (the drain redacts too, as every write does).
+    entry = SpoolEntry(namespace=namespace, payload=redact_json(payload))
+    if options.event_id:
+        entry = replace(entry, event=options.event_id)
+    try:
+        spool.append(entry)
+    except OSError as exc:  # a full disk, a read-only home: the host must carry on
+        raise Refused(f"could not queue the event in {spool.path}: {exc}") from None
+    return event, entry
+
+
 def run_hook(stdin: BinaryIO, options: HookOptions, *, out: TextIO, err: TextIO) -> int:
     """Handle the hook event on `stdin`; returns the exit code (never 2, see
     `BAD_EVENT_EXIT`). Whatever is wrong is said in one line on `err`."""
     try:
-        payload = normalize_event(options.host, read_event(stdin))
-        event = check_event(payload)
-        namespace = resolve_namespace(options.namespace, event.cwd)
-    except InvalidInput as exc:
+        event, entry = take_event(stdin, options)
+    except Refused as exc:
         print(f"phi capture: {exc}", file=err)
-        return BAD_EVENT_EXIT
-    spool = Spool(directory=options.spool_dir)
-    # Redacted before it touches the disk (the drain redacts too, as every write does).
-    entry = SpoolEntry(namespace=namespace, payload=redact_json(payload))
-    try:
-        spool.append(entry)
-    except OSError as exc:  # a full disk, a read-only home: the host must carry on
-        print(f"phi capture: could not queue the event in {spool.path}: {exc}", file=err)
         return BAD_EVENT_EXIT
     if options.recall:
         return _recall_hook(event, entry, options, out=out, err=err)
     if event.name == "SessionStart":
-        options = replace(options, namespace=namespace)
+        options = replace(options, namespace=entry.namespace)
         text = drain(options, wait_s=SESSION_START_WAIT_S, preload=True, cwd=event.cwd, err=err)
         answer = options.host.context_output(event.name, text) if text else None
         if answer:
@@ -120,30 +163,54 @@ def run_hook(stdin: BinaryIO, options: HookOptions, *, out: TextIO, err: TextIO)
     return 0
 
 
+def recall_request(
+    event: CheckedEvent, entry: SpoolEntry, options: HookOptions
+) -> dict[str, object] | None:
+    """What to ask the resident process for a queued event (`recall`), or `None` when the
+    event has no answer (any event but a prompt with text or a session start)."""
+    if event.name not in ("UserPromptSubmit", "SessionStart"):
+        return None
+    fields = json.loads(entry.payload)  # checked already: a JSON object
+    prompt = fields.get("prompt")
+    if event.name == "UserPromptSubmit" and not (isinstance(prompt, str) and prompt.strip()):
+        return None
+    return {
+        "op": "recall" if event.name == "UserPromptSubmit" else "session_start",
+        "namespace": entry.namespace,
+        "session": fields.get("session_id"),
+        "prompt": prompt if isinstance(prompt, str) else "",
+        "cwd": event.cwd,
+        "budget_tokens": options.budget_tokens,
+    }
+
+
+def answer_wait_s(event: CheckedEvent) -> float:
+    """How long an answer to `event` may take (`PROMPT_WAIT_S` or `START_WAIT_S`)."""
+    return PROMPT_WAIT_S if event.name == "UserPromptSubmit" else START_WAIT_S
+
+
+def context_answer(host: Host, event: CheckedEvent, context: object) -> str | None:
+    """What the hook prints for `context` at `event`, in `host`'s format; `None`: nothing."""
+    if not (isinstance(context, str) and context):
+        return None
+    from phi.capture.recall import hook_output
+
+    name: HookEventName = "SessionStart" if event.name == "SessionStart" else "UserPromptSubmit"
+    # Claude Code's plain-text context shows in the transcript; its JSON form is quiet.
+    return hook_output(name, context) if host is CLAUDE_CODE else host.context_output(name, context)
+
+
 def _recall_hook(
     event: CheckedEvent, entry: SpoolEntry, options: HookOptions, *, out: TextIO, err: TextIO
 ) -> int:
     """The rest of a hook with `recall`: answer a prompt or a session start, and have the
     queued event stored (here with `wait`, else by the resident process)."""
-    if event.name not in ("UserPromptSubmit", "SessionStart"):
+    request = recall_request(event, entry, options)
+    if request is None:
         if options.wait:
             drain(options, wait_s=SESSION_START_WAIT_S, err=err)
         else:
             nudge(options.resident)
-        return 0
-    fields = json.loads(entry.payload)  # checked already: a JSON object
-    prompt = fields.get("prompt")
-    session = fields.get("session_id")
-    request: dict[str, object] = {
-        "op": "recall" if event.name == "UserPromptSubmit" else "session_start",
-        "namespace": entry.namespace,
-        "session": session,
-        "prompt": prompt if isinstance(prompt, str) else "",
-        "cwd": event.cwd,
-        "budget_tokens": options.budget_tokens,
-    }
-    if event.name == "UserPromptSubmit" and not (isinstance(prompt, str) and prompt.strip()):
-        nudge(options.resident)
         return 0
     context: object = None
     if options.wait:
@@ -152,22 +219,13 @@ def _recall_hook(
         reply = ask(
             options.resident,
             request,
-            timeout_s=PROMPT_WAIT_S if event.name == "UserPromptSubmit" else START_WAIT_S,
+            timeout_s=answer_wait_s(event),
             wait_start=event.name == "SessionStart",
         )
         context = reply.get("context") if reply else None
-    if isinstance(context, str) and context:
-        from phi.capture.recall import hook_output
-
-        name: HookEventName = "SessionStart" if event.name == "SessionStart" else "UserPromptSubmit"
-        # Claude Code's plain-text context shows in the transcript; its JSON form is quiet.
-        answer = (
-            hook_output(name, context)
-            if options.host is CLAUDE_CODE
-            else options.host.context_output(name, context)
-        )
-        if answer:
-            print(answer, file=out)
+    answer = context_answer(options.host, event, context)
+    if answer:
+        print(answer, file=out)
     return 0
 
 
@@ -292,6 +350,7 @@ def _open_memory(db: str | None) -> Memory:
         db or settings.resolved_memory_url(),
         embedder=settings.make_embedder(),
         auto_upgrade=settings.auto_upgrade,
+        pool_max=settings.postgres_pool_max,
     )
 
 

@@ -14,6 +14,14 @@ event, a namespace the token may only read) is set aside in the spool's rejects 
 
 The session's transcript is a file on the laptop: the part a hook reads from it (its last
 `TRANSCRIPT_TAIL_BYTES`, whole lines, redacted here first) travels with the event.
+
+Who drains: a detached drainer (`--no-recall`, `phi capture`), a hook run with `--wait`, and
+the resident process (`python -m phi.capture`, recall on) all deliver here when the hook
+names no `--db`; the resident reads the settings at each drain, as a drainer does. What is
+not served from the server yet: the answers. A prompt's memories and the session-start
+preload come from the resident's store, the laptop's own, which team capture leaves empty,
+so in team mode those hooks print nothing; serving them needs a server tool that runs
+`phi.capture.recall`'s `prompt_context` / `session_context` under the token's read scope.
 """
 
 from __future__ import annotations

@@ -15,18 +15,19 @@ only queue and nudge it, and no drainer process is started per event).
   that died is stale: whoever holds the lock removes it before listening.
 - A hook never waits long: if the process is not up, the hook starts it and answers
   nothing this time.
+- When it is up, a hook hands it the raw event (`phi.capture._fast`), and the process
+  checks, redacts and queues it (`phi.capture._intake`): the hook imports almost nothing.
 
-The client side (`ask`, `nudge`) imports the standard library only: it runs in every hook.
+The client side (`ask`, `nudge`) imports the standard library only: it runs in every hook
+that the process did not take.
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import socket
-import stat
 import struct
 import sys
 import time
@@ -34,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from phi.capture._fast import owned_privately as _owned_privately
+from phi.capture._fast import resident_key, socket_path
 from phi.private import private_dir, private_opener
 
 __all__ = [
@@ -52,8 +55,6 @@ IDLE_ENV: Final = "PHI_CAPTURE_RESIDENT_IDLE_S"
 """Overrides `DEFAULT_IDLE_S` (seconds), read when the process starts."""
 MAX_REQUEST_BYTES: Final = 1 << 20
 MAX_REPLY_BYTES: Final = 1 << 20
-_MAX_SOCKET_PATH: Final = 100
-"""A unix socket's path must fit `sun_path` (108 bytes on Linux, 104 on macOS)."""
 _RETRY_S: Final = 0.1
 
 
@@ -68,7 +69,7 @@ class Resident:
 
     @property
     def key(self) -> str:
-        return hashlib.sha256((self.db or "").encode()).hexdigest()[:12]
+        return resident_key(self.db)
 
     @property
     def lock_path(self) -> Path:
@@ -81,14 +82,9 @@ class Resident:
     @property
     def socket_path(self) -> Path:
         """`<capture>/resident-<key>.sock`, or, when that path is too long for a socket, a
-        0700 folder of this user's under the temporary folder."""
-        near = self.spool_dir / f"resident-{self.key}.sock"
-        if len(os.fsencode(near)) <= _MAX_SOCKET_PATH:
-            return near
-        import tempfile  # rarely needed, and costly on a busy machine
-
-        where = hashlib.sha256(os.fsencode(self.spool_dir.resolve())).hexdigest()[:16]
-        return Path(tempfile.gettempdir()) / f"phi-{os.getuid()}" / f"{where}-{self.key}.sock"
+        0700 folder of this user's under the temporary folder (`_fast.socket_path`: the
+        fast path finds it the same way)."""
+        return Path(socket_path(os.fspath(self.spool_dir), self.db))
 
     def running(self) -> bool:
         """Whether a resident process holds the lock (up, or loading its model)."""
@@ -145,11 +141,7 @@ def owned_privately(folder: Path) -> bool:
     """Whether `folder` is a real folder of this user that no one else may enter: the
     socket's folder under the shared temporary folder could have been made by anyone, and
     a process of theirs listening in it would be heard as ours."""
-    try:
-        info = os.lstat(folder)
-    except FileNotFoundError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o007
+    return _owned_privately(os.fspath(folder))
 
 
 def _exchange(path: Path, request: dict[str, object], *, timeout_s: float) -> object:
