@@ -103,16 +103,22 @@ def test_changed_compares_each_module_with_its_own_verified_commit(
     assert calls == [("src/b.py", {2, 3})], "only b's changed lines, against b's own commit"
 
 
-def test_a_changed_guarding_test_or_a_module_never_verified_is_mutated_whole(
-    mutate: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_changed_guarding_test_makes_its_module_mutated_whole(
+    mutate: ModuleType,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     first = _git(tmp_path, "rev-parse", "HEAD").strip()
     mutate.VERIFIED_FILE.write_text(f"src/b.py {first}\n")
     (tmp_path / "tests" / "test_b.py").write_text("def test_f():\n    pass\n")  # weakened
+    (tmp_path / "src" / "a.py").write_text("def f():\n    return 3\n")
     _commit(tmp_path, "weaken b's test")
     calls = _calls(mutate, monkeypatch)
     mutate.run_changed(mutate.critical_set(), given=None, workers=1)
-    assert calls == [("src/a.py", None), ("src/b.py", None)]
+    assert calls == [("src/b.py", None)]
+    # a was never verified and there is no origin/main: named, not mutated whole in CI.
+    assert "not yet verified, skipped: src/a.py" in capsys.readouterr().out
 
 
 def test_the_old_single_commit_format_stands_for_every_module(
