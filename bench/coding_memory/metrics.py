@@ -4,7 +4,10 @@ The context is split into entries: a line that does not start with white space b
 indented lines continue it, blank lines end it. A decision is *present* when one entry holds
 all its tokens (case-insensitive). An entry *leaks* when it holds a marker (a word, a path
 part, a session id) of a project other than the one the hook ran in; the generator checks
-that no project's own events contain another's markers, so each hit is phi's doing. A
+that no project's own events contain another's markers, so each hit is phi's doing.
+Identifiers (UUIDs such as row ids, hex runs such as short session ids, tool-use ids) are
+random: a marker is never looked for inside one (a row id holding `7250` is no leak of the
+project whose marker that is), and a session-id marker counts only as a whole identifier. A
 reversed decision is *stale* when an entry holds its tokens, not its replacement's, and no
 word saying it was superseded (`MARKS`); the generated events contain none of those words.
 """
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from typing import Final
 
 __all__ = [
+    "IDENTIFIER",
     "MARKS",
     "Judgement",
     "entries",
@@ -26,6 +30,7 @@ __all__ = [
     "injected_context",
     "judge",
     "leaks",
+    "mask_identifiers",
     "percentile",
     "present",
     "stale",
@@ -37,6 +42,22 @@ MARKS: Final = re.compile(
     re.IGNORECASE,
 )
 """Words that mark an entry as not current."""
+IDENTIFIER: Final = re.compile(
+    r"\b(?:[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}|[0-9a-f]{8,}|toolu_\w+)\b", re.IGNORECASE
+)
+"""A random identifier: a UUID (row and session ids), a run of eight or more hex digits (a
+short session id), a tool-use id."""
+
+
+def mask_identifiers(text: str) -> str:
+    """`text` with every identifier replaced by a space: what is left is content."""
+    return IDENTIFIER.sub(" ", text)
+
+
+def _holds_marker(entry: str, marker: str) -> bool:
+    if IDENTIFIER.fullmatch(marker):  # a session id: only the whole identifier counts
+        return marker.lower() in {found.lower() for found in IDENTIFIER.findall(entry)}
+    return marker.lower() in mask_identifiers(entry).lower()
 
 
 def injected_context(stdout: str) -> str:
@@ -91,7 +112,7 @@ def leaks(context: str, project: str, markers: Mapping[str, Sequence[str]]) -> l
         entry
         for entry in entries(context)
         if any(
-            _holds_all(entry, (marker,))
+            _holds_marker(entry, marker)
             for other, words in markers.items()
             if other != project
             for marker in words

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from bench.coding_memory.catalog import DECISIONS, PROJECTS, QUIET_PROMPTS, Decision, Project
+from bench.coding_memory.metrics import mask_identifiers
 
 __all__ = ["History", "Measure", "Step", "build_history", "check_markers"]
 
@@ -106,9 +107,11 @@ def build_history(home: Path, *, seed: int = 0, routine: int = 3) -> History:
 
 def check_markers(history: History) -> None:
     """Raise `ValueError` if any project's events contain another project's marker: the leak
-    count is only exact while each marker belongs to one project's text."""
+    count is only exact while each marker belongs to one project's text. Random identifiers
+    (session and tool-use ids) are left out, as the leak judge leaves them out."""
     for step in history.steps:
         text = json.dumps([step.payload, step.transcript]).replace(str(history.home), "~")
+        text = mask_identifiers(text)
         for other in history.projects:
             if other.key == step.project:
                 continue

@@ -21,7 +21,13 @@ import pytest
 from phi.capture import HookOptions, _run, run_hook
 from phi.capture.hooks import apply_event, parse_event
 from phi.capture.project import PROJECT_ENV
-from phi.capture.recall import CANDIDATES, MIN_SCORE, prompt_context
+from phi.capture.recall import (
+    CANDIDATES,
+    MIN_SCORE,
+    SMOOTH_TYPES,
+    STRONG_SCORE,
+    prompt_context,
+)
 from phi.memory import Memory
 
 FIRST, SECOND, THIRD, ELSEWHERE = "aaaa1111-s1", "bbbb2222-s2", "cccc3333-s3", "dddd4444-s4"
@@ -239,6 +245,7 @@ WEAK_AND_STRONG = [
     "the tests time out on CI",
     "upgrade all dependencies to their latest versions",
     "make the CLI output quieter",
+    "is verbose output on by default",
     "write a haiku about autumn leaves",
 ]
 
@@ -246,8 +253,10 @@ WEAK_AND_STRONG = [
 @pytest.mark.anyio
 async def test_what_is_told_is_what_scores_the_threshold(memory: Memory) -> None:
     """The threshold means what recall's scores mean: every row of another session scoring
-    `MIN_SCORE` or more is told (the budget is roomy here), newest first, and no row scoring
-    less, though weak hits (0.2 and more) exist for these prompts."""
+    `MIN_SCORE` or more (a row borrowing only along `causal` edges, `SMOOTH_TYPES`) is told
+    (the budget is roomy here), newest first, and no row scoring less, though weak hits (0.2
+    and more) exist for these prompts; and only when one of them shares a word with the
+    prompt or scores `STRONG_SCORE`."""
     first = [
         prompt(FIRST, Path("/src/api"), "The HTTP client times out against the payments API."),
         *bash(FIRST, Path("/src/api"), "t1", "uv add 'httpx==0.27.2'", PIN, "+ httpx==0.27.2"),
@@ -257,16 +266,30 @@ async def test_what_is_told_is_what_scores_the_threshold(memory: Memory) -> None
         await apply_event(
             memory, parse_event(json.dumps(event)), namespace="code:t", event_id=f"e{n}"
         )
+    recipe = replace(memory.recipe, smooth_types=SMOOTH_TYPES)
     weak = several = 0
     for question in WEAK_AND_STRONG:
-        found = await memory.search(question, namespace="code:t", limit=CANDIDATES)
+        found = await memory.search(question, namespace="code:t", limit=CANDIDATES, recipe=recipe)
         text = await prompt_context(
             memory, question, namespace="code:t", session=SECOND, budget_tokens=5000
         )
         told = [line.split("] ", 1)[1] for line in memories(text or "")]
-        passed = [h.row for h in found if h.score >= MIN_SCORE]
-        newest_first = sorted(passed, key=lambda r: (r.created_at, r.row_id), reverse=True)
-        assert told == [" ".join(r.content.split()) for r in newest_first], question
+        passed = [h for h in found if h.score >= MIN_SCORE]
+        if not any(h.matched_by in ("text", "both") or h.score >= STRONG_SCORE for h in passed):
+            passed = []
+        rows = sorted((h.row for h in passed), key=lambda r: (r.created_at, r.row_id), reverse=True)
+        assert told == [" ".join(r.content.split()) for r in rows], question
         several += len(told) > 1
         weak += sum(0.2 <= h.score < MIN_SCORE for h in found)
     assert weak >= 2 and several >= 1
+    # With time as the only link, a row next to a match borrows from it: "the logging
+    # configuration" scored the unrelated prompt beside the match 0.4 and had it told.
+    question = "what does the logging configuration look like"
+    beside = await memory.search(question, namespace="code:t", limit=CANDIDATES)
+    assert any(h.score >= MIN_SCORE for h in beside)
+    assert (
+        await prompt_context(
+            memory, question, namespace="code:t", session=SECOND, budget_tokens=5000
+        )
+        is None
+    )

@@ -12,7 +12,9 @@ it, by `causal` edges, so "why did we do X" finds both ends. Nothing is cut: lon
 chunked (`MAX_KEPT_CHARS` only bounds abuse). Looking around (`Read`, `Glob`, `Grep`,
 `LS`) is one compact row per session (`phi.capture._looked`), not a row per look. A
 decision or file change that reverses an earlier one (`phi.capture.supersede`) supersedes
-it, so the older one is no longer recalled as current.
+it, so the older one is no longer recalled as current; and with it the turns of earlier
+sessions that restate what it set (a closing "Pinned httpx to 0.27.2: ..."), which no claim
+names but which would otherwise be told as current in its place.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from phi.capture._looked import LOOKING_TOOLS, looked_at, note_looked
 from phi.capture._transcript import Said, assistant_texts
 from phi.capture.events import HookName, is_blank
-from phi.capture.supersede import Claims, claims_from_meta, claims_of, reversal
+from phi.capture.supersede import (
+    Claims,
+    claims_from_meta,
+    claims_of,
+    restates,
+    reversal,
+    term_digests,
+)
 from phi.errors import InvalidInput, NamespaceNotFound
 
 if TYPE_CHECKING:
@@ -158,24 +167,51 @@ def _failed(event: HookEvent) -> bool:
     return False
 
 
-def _meta(event: HookEvent, claims: Claims, reverses: dict[str, str]) -> dict[str, object]:
+def _meta(event: HookEvent, claims: Claims, reverses: _Reversed | None) -> dict[str, object]:
     meta: dict[str, object] = {"tool_use_id": event.tool_use_id} if event.tool_use_id else {}
     if claims:
         meta["claims"] = claims.as_meta()
-    if reverses:
-        meta["reverses"] = reverses
+    if reverses and reverses.rows:
+        meta["reverses"] = reverses.rows
+    if reverses and reverses.stale_with:
+        meta["stale_with"] = reverses.stale_with
     return meta
 
 
-async def _reversed(memory: Memory, *, namespace: str, kind: str, claims: Claims) -> dict[str, str]:
-    """The active rows of `kind` whose claims `claims` reverses, each with why."""
+@dataclass(frozen=True, kw_only=True)
+class _Reversed:
+    """What a new decision or change reverses: the rows it sets anew, and the rows that
+    go stale with them."""
+
+    rows: dict[str, str]
+    """The active rows of its kind whose claims it reverses, each with why."""
+    stale_with: dict[str, str]
+    """Rows no claim names that hold what those rows set, each with which and how: what
+    came of a reversed decision (its tool result or error), and what other sessions said
+    or printed that restates it (`supersede.restates`: a closing summary, a commit
+    message, a listing of installed versions)."""
+
+    def supersedes(self) -> tuple[str, ...]:
+        # The reversed rows first: the first is the one `Row.supersedes` names.
+        return (*self.rows, *self.stale_with)
+
+
+_RESULTS: Final = frozenset({"tool_result", "error"})
+
+
+async def _reversed(
+    memory: Memory, *, namespace: str, session: str, kind: str, claims: Claims
+) -> _Reversed:
+    """The active rows of `kind` whose claims `claims` reverses, and what goes stale with
+    them; words of `session` itself are about making the change, and stay."""
     if not claims:
-        return {}
+        return _Reversed(rows={}, stale_with={})
     try:
         recent = await memory.recent(namespace=namespace, limit=SUPERSEDE_LOOKBACK)
     except NamespaceNotFound:
-        return {}
+        return _Reversed(rows={}, stale_with={})
     found: dict[str, str] = {}
+    reversed_claims: list[tuple[Row, Claims]] = []
     for row in recent:
         # A row never reverses itself (what it wrote and took out are disjoint), so this
         # event's own rows, when it is delivered again, are left alone without a check.
@@ -183,9 +219,42 @@ async def _reversed(memory: Memory, *, namespace: str, kind: str, claims: Claims
             continue
         earlier = claims_from_meta(row.meta.get("claims"))
         why = reversal(claims, earlier) if earlier is not None else None
-        if why is not None:
+        if why is not None and earlier is not None:
             found[row.row_id] = why
-    return found
+            reversed_claims.append((row, earlier))
+    return _Reversed(rows=found, stale_with=_stale_with(recent, reversed_claims, claims, session))
+
+
+def _stale_with(
+    recent: list[Row], reversed_claims: list[tuple[Row, Claims]], later: Claims, session: str
+) -> dict[str, str]:
+    """The rows of `recent` that go stale with the reversed rows (see `_Reversed`)."""
+    calls = {
+        (old.meta.get("session"), old.meta.get("tool_use_id")): old.row_id
+        for old, _ in reversed_claims
+        if old.meta.get("capture") == "decision" and old.meta.get("tool_use_id")
+    }
+    worded = [(old.row_id, earlier) for old, earlier in reversed_claims if earlier.terms]
+    stale: dict[str, str] = {}
+    for row in recent:
+        meta = row.meta
+        capture = meta.get("capture")
+        cause = calls.get((meta.get("session"), meta.get("tool_use_id")))
+        if capture in _RESULTS and cause is not None:
+            stale[row.row_id] = f"result of {cause}"
+            continue
+        # What a session said or printed about the state of things; not an error (the
+        # failure that motivated a change is history, not a claim about now).
+        says = capture in ("turn", "tool_result") or (
+            capture == "decision" and not meta.get("claims")
+        )
+        if not says or not worded or meta.get("session") == session:
+            continue
+        said = term_digests(row.content)
+        old_id = next((i for i, e in worded if restates(said, earlier=e, later=later)), None)
+        if old_id is not None:
+            stale[row.row_id] = f"restates {old_id}"
+    return stale
 
 
 async def apply_event(
@@ -244,7 +313,9 @@ async def _decision(
         memory, namespace=namespace, session=session, kind="turn", speaker="user"
     )
     claims = claims_of(event.tool_name or "", event.tool_input or {})
-    reverses = await _reversed(memory, namespace=namespace, kind="decision", claims=claims)
+    reverses = await _reversed(
+        memory, namespace=namespace, session=session, kind="decision", claims=claims
+    )
     done = await capture(
         memory,
         namespace=namespace,
@@ -255,7 +326,7 @@ async def _decision(
         tool=event.tool_name,
         extra_meta=_meta(event, claims, reverses) or None,
         caused_by=cause.row_id if cause else None,
-        supersedes=tuple(reverses),
+        supersedes=reverses.supersedes(),
     )
     return HookOutcome(event=event.hook_event_name, rows=done.rows, caused_by=done.caused_by)
 
@@ -275,12 +346,14 @@ async def _result(
     path = args.get("file_path", args.get("notebook_path"))
     failed = _failed(event)
     body = _as_text(event.error) if event.error else _as_text(event.tool_response)
-    claims, reverses = Claims(), {}
+    claims, reverses = Claims(), None
     if event.tool_name in _FILE_TOOLS and isinstance(path, str) and not failed:
         kind: Literal["file_change", "tool_result", "error"] = "file_change"
         body = _as_text({k: v for k, v in args.items() if k not in ("file_path", "notebook_path")})
         claims = claims_of(event.tool_name or "", args)
-        reverses = await _reversed(memory, namespace=namespace, kind=kind, claims=claims)
+        reverses = await _reversed(
+            memory, namespace=namespace, session=session, kind=kind, claims=claims
+        )
     else:
         kind = "error" if failed else "tool_result"
     done = await capture(
@@ -294,7 +367,7 @@ async def _result(
         path=path if isinstance(path, str) else None,
         extra_meta=_meta(event, claims, reverses) or None,
         caused_by=cause.row_id if cause else None,
-        supersedes=tuple(reverses),
+        supersedes=reverses.supersedes() if reverses else (),
     )
     return HookOutcome(event=event.hook_event_name, rows=done.rows, caused_by=done.caused_by)
 

@@ -15,6 +15,13 @@ A tool call `Claims` three things, all read from its input (no file is opened):
   `package.json` edit, or an install command, with the version spec.
 The same key given a different value later is a reversal. Lines are kept as short
 digests, so a row's metadata stays small and never holds the file's text twice.
+
+A session also says what it did, in words: "Pinned httpx to 0.27.2: 0.28 dropped proxy
+auth". Once the pin is reversed that sentence is as stale as the pin, and no claim names
+it. So a change also keeps digests of the terms it wrote (`Claims.terms`), and `restates`
+tells whether a text of the reversed change's session repeats what the reversed change
+wrote and the reversal did not (the old value: a version, a number, a name), about the same
+subject or with more of the old change's words.
 """
 
 from __future__ import annotations
@@ -27,13 +34,35 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["Claims", "claims_from_meta", "claims_of", "reversal"]
+__all__ = ["Claims", "claims_from_meta", "claims_of", "restates", "reversal", "term_digests"]
 
 MIN_LINE_CHARS: Final = 6
 """Shorter lines (`}`, `else:`, `pass`) recur everywhere: two edits sharing one say nothing
 about touching the same region."""
 MAX_LINES: Final = 2000
 """Lines of one change kept as digests: a bound on a row's metadata for a generated file."""
+MAX_TERMS: Final = 300
+"""Terms of one change kept as digests (the first ones written): the same bound for words."""
+RESTATING_WORDS: Final = 3
+"""Old words (none of them a value) a text must repeat to restate a reversed change: one or
+two ("timeout", "retry") recur in any text about the same code."""
+
+_TERM: Final = re.compile(r"[^\W_](?:[\w.\-]*[^\W_])?")
+"""A word, a version (`0.27.2`), a hyphenated or dotted name (`date-fns-tz`, `a.b`): `==`,
+`=`, `/`, `@`, quotes and spaces separate terms."""
+_VALUE_MARK: Final = re.compile(r"\d|[^\W_][.\-_][^\W_]")
+_FUNCTION_WORDS: Final = frozenset({
+    "the", "and", "for", "from", "with", "that", "this", "these", "those", "into", "onto",
+    "over", "under", "than", "then", "when", "what", "which", "while", "where", "why", "how",
+    "who", "whom", "are", "was", "were", "been", "being", "has", "have", "had", "does", "did",
+    "not", "but", "nor", "yet", "its", "our", "ours", "your", "you", "they", "them", "their",
+    "there", "here", "also", "just", "only", "very", "now", "new", "old", "all", "any", "each",
+    "every", "some", "more", "most", "less", "least", "can", "could", "would", "should",
+    "will", "may", "might", "must", "shall", "let", "lets", "use", "used", "using", "via",
+    "per", "out", "off", "too", "again", "still", "once", "about", "above", "after", "before",
+    "because", "between", "both", "during", "other", "same", "such", "own",
+})  # fmt: skip
+"""English words that say nothing about what a change set (they would match any text)."""
 
 _CONFIG_SUFFIXES: Final = frozenset(
     {".toml", ".ini", ".cfg", ".conf", ".env", ".yaml", ".yml", ".json", ".properties"}
@@ -68,6 +97,8 @@ class Claims:
     """Digests of the lines it took out; `None` when it rewrote the whole file."""
     settings: Mapping[str, str] = field(default_factory=dict)
     """Each setting or dependency key it set, with the value it set it to."""
+    terms: frozenset[str] = frozenset()
+    """Digests of the terms it wrote (`term_digests`): what a text restating it repeats."""
 
     def __bool__(self) -> bool:
         return bool(self.added or self.removed is None or self.settings)
@@ -75,6 +106,8 @@ class Claims:
     def as_meta(self) -> dict[str, Any]:
         """The claims as a row's metadata (JSON), read back by `claims_from_meta`."""
         meta: dict[str, Any] = {"settings": dict(self.settings)}
+        if self.terms:
+            meta["terms"] = sorted(self.terms)
         if self.path is not None:
             meta["path"] = self.path
             meta["added"] = sorted(self.added)
@@ -90,7 +123,10 @@ def claims_from_meta(meta: object) -> Claims | None:
     path = meta.get("path")
     added = meta.get("added", [])
     removed = meta.get("removed", [])
+    terms = meta.get("terms", [])  # absent in rows captured before terms were kept
     if not isinstance(settings, dict) or not isinstance(added, list):
+        return None
+    if not isinstance(terms, list):
         return None
     if path is not None and not isinstance(path, str):
         return None
@@ -101,7 +137,52 @@ def claims_from_meta(meta: object) -> Claims | None:
         added=frozenset(str(a) for a in added),
         removed=None if removed is None else frozenset(str(r) for r in removed),
         settings={str(k): str(v) for k, v in settings.items()},
+        terms=frozenset(str(t) for t in terms),
     )
+
+
+def _is_value(term: str) -> bool:
+    """A version, a number, a dotted or hyphenated name: what one change sets and another
+    changes, and what ordinary prose does not say by chance."""
+    return bool(_VALUE_MARK.search(term))
+
+
+def _terms(text: str) -> list[str]:
+    """The terms of `text` that can say what a change set, lower-cased, in order, once each."""
+    found = (t.lower().strip(".-") for t in _TERM.findall(text))
+    kept = (
+        t
+        for t in found
+        if (len(t) >= 3 or any(c.isdigit() for c in t)) and t not in _FUNCTION_WORDS
+    )
+    return list(dict.fromkeys(kept))
+
+
+def _term_digest(term: str) -> str:
+    # The kind of term is kept outside the digest: `restates` weighs a value above a word.
+    return ("v" if _is_value(term) else "w") + _digest("term\0" + term)
+
+
+def term_digests(text: str) -> frozenset[str]:
+    """Digests of `text`'s terms, as `Claims.terms` keeps them (a text to test with
+    `restates` is digested the same way)."""
+    return frozenset(_term_digest(t) for t in _terms(text)[:MAX_TERMS])
+
+
+def restates(text_terms: frozenset[str], *, earlier: Claims, later: Claims) -> bool:
+    """Whether a text (its `term_digests`) restates `earlier`, which `later` reversed.
+
+    The old terms are those `earlier` wrote and `later` did not write again ("0.27.2" when
+    a pin moves to "0.28.1"); the subject, those both wrote ("httpx"). A text restates the
+    reversed change when it repeats an old value with the subject or another old term, or
+    `RESTATING_WORDS` old words; a text that repeats only the subject, or one old word, is
+    about the same thing without saying the old choice.
+    """
+    old = earlier.terms - later.terms
+    said_old = old & text_terms
+    if any(t.startswith("v") for t in said_old):
+        return len(said_old) >= 2 or bool(earlier.terms & later.terms & text_terms)
+    return len(said_old) >= RESTATING_WORDS
 
 
 def reversal(later: Claims, earlier: Claims) -> str | None:
@@ -124,7 +205,10 @@ def claims_of(tool: str, tool_input: Mapping[str, Any]) -> Claims:
     """What the call of `tool` with `tool_input` sets (empty claims when nothing is known)."""
     path = tool_input.get("file_path", tool_input.get("notebook_path"))
     if tool == "Bash" and isinstance(tool_input.get("command"), str):
-        return Claims(settings=_command_settings(tool_input["command"]))
+        command = tool_input["command"]
+        settings = _command_settings(command)
+        # Only a command that sets something can be reversed: only its words are kept.
+        return Claims(settings=settings, terms=term_digests(command) if settings else frozenset())
     if not isinstance(path, str) or not path.strip():
         return Claims()
     path = posixpath.normpath(path)
@@ -132,7 +216,9 @@ def claims_of(tool: str, tool_input: Mapping[str, Any]) -> Claims:
         cell = tool_input.get("cell_id")
         source = tool_input.get("new_source")
         if isinstance(cell, str) and isinstance(source, str):
-            return Claims(settings={f"cell:{path}:{cell}": _digest(source)})
+            return Claims(
+                settings={f"cell:{path}:{cell}": _digest(source)}, terms=term_digests(source)
+            )
         return Claims()
     pairs = _edit_pairs(tool, tool_input)
     if pairs is None:
@@ -148,6 +234,7 @@ def claims_of(tool: str, tool_input: Mapping[str, Any]) -> Claims:
         added=_digests(written),
         removed=None if tool == "Write" else _digests(taken_out),
         settings=_file_settings(path, written),
+        terms=term_digests("\n".join(written)),
     )
 
 
