@@ -171,7 +171,10 @@ def write_private(path: Path, data: str | bytes, *, sync: bool = True) -> Path:
     which a secret sits in a file others can read. `sync=False` skips the fsync, for
     bookkeeping that is cheap to lose (a queue's read offset) and written often.
     """
-    private_dir(path.parent)
+    # Missing folders are made 0700; an existing one is left as it is: it may be `/tmp` or a
+    # folder the user chose, and closing it is not phi's call (root owns `/tmp`, so
+    # `private_dir` would have closed it to every other user of the machine).
+    private_mkdirs(path.parent)
     raw = data.encode() if isinstance(data, str) else data
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
@@ -201,10 +204,13 @@ def check_secret_file(path: Path) -> Path:
 
 def _chmod_if_owned(path: Path, mode: int) -> None:
     # A file of another user (a shared /tmp folder, root's files seen by a user) cannot be
-    # chmodded and is not phi's to change; phi's own are.
+    # chmodded and is not phi's to change; phi's own are. A shared folder (sticky, as /tmp
+    # is) is never closed, even by root who owns it: every other user of the machine would
+    # lose it (PostgreSQL's backends could no longer reach /dev/shm through a closed /tmp).
     try:
         info = path.stat()
-        if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) != mode:
+        shared = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
+        if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) != mode and not shared:
             path.chmod(mode)
     except FileNotFoundError:
         pass

@@ -291,3 +291,33 @@ def test_write_private_syncs_unless_told_not_to(
     write_private(tmp_path / "b", "cheap to lose", sync=False)
     assert len(synced) == 1
     assert (tmp_path / "b").read_text() == "cheap to lose"
+
+
+def test_an_existing_folder_a_private_file_is_written_into_is_left_as_it_is(
+    tmp_path: Path,
+) -> None:
+    # write_private into /tmp (a report's --output) closed /tmp to every other user of the
+    # machine when phi ran as root, who owns it: PostgreSQL's backends lost /dev/shm.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    write_private(shared / "report.json", "{}")
+    assert (mode(shared), mode(shared / "report.json")) == (0o755, 0o600)
+    write_private(shared / "new" / "deeper" / "x", "y")
+    assert (mode(shared), mode(shared / "new"), mode(shared / "new" / "deeper")) == (
+        0o755,
+        0o700,
+        0o700,
+    )
+
+
+def test_a_shared_sticky_folder_is_never_closed(tmp_path: Path) -> None:
+    sticky = tmp_path / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    private_dir(sticky)
+    assert stat.S_IMODE(sticky.stat().st_mode) == 0o1777
+    plain = tmp_path / "home"
+    plain.mkdir()
+    plain.chmod(0o755)
+    assert mode(private_dir(plain)) == 0o700  # a folder of phi's own is still closed
