@@ -35,6 +35,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _folder_guard import kept  # noqa: E402  (a sibling script, found through the line above)
+
 CRITICAL_DIR = ROOT / "tests" / "mutation"
 VERIFIED_FILE = CRITICAL_DIR / "verified"
 """Per module, the commit of the last run in which it met the goal (`--record` writes it):
@@ -233,7 +236,7 @@ def run_module(module: Module, *, workers: int, lines: set[int] | None = None) -
             `--changed` mode); otherwise all.
     """
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="phi-mutate-") as scratch:
+    with kept(ROOT), tempfile.TemporaryDirectory(prefix="phi-mutate-") as scratch:
         copy = Scratch(Path(scratch), module, workers=workers)
         copy.check_node_ids()
         if lines is None:
