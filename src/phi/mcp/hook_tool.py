@@ -52,13 +52,54 @@ def _with_transcript(payload: str, local: Path | None) -> str:
     return json.dumps(fields)
 
 
+async def capture_event(
+    memory: Memory,
+    scope: Scope,
+    *,
+    default_namespace: str,
+    payload: str,
+    event: str,
+    namespace: str | None,
+    transcript: str,
+) -> dict[str, Any]:
+    """Apply one hook event under `scope`: what the `capture_event` tool does.
+
+    A function of its own, not the tool's body, so that it is what a reader (and mutmut,
+    which leaves decorated functions alone) sees whole.
+    """
+    from phi.capture.hooks import apply_event, parse_event
+
+    try:
+        # The laptop names its project's namespace without knowing its token's prefix:
+        # one outside what the token may read is put under it, as `capture`'s default is.
+        target = scope.check_write(scope.place(namespace or default_namespace))
+        if len(transcript) > MAX_TRANSCRIPT_CHARS:
+            raise InvalidInput(
+                f"transcript of {len(transcript)} characters is over {MAX_TRANSCRIPT_CHARS};"
+                " send its last lines"
+            )
+        with tempfile.TemporaryDirectory(prefix="phi-transcript-") as folder:
+            local: Path | None = None
+            if transcript:
+                local = write_private(Path(folder) / "transcript.jsonl", transcript)
+            parsed = parse_event(_with_transcript(payload, local))
+            outcome = await apply_event(memory, parsed, namespace=target, event_id=event)
+    except (StoreError, EmbedderMismatch) as exc:
+        # The store cannot take it now, not a bad event: a protocol error, so the client
+        # keeps the event queued and tries again (a tool error would set it aside).
+        raise MCPError(code=INTERNAL_ERROR, message=f"try again later: {exc}") from None
+    except PhiError as exc:
+        raise ToolError(str(exc)) from None
+    return {"event": outcome.event, "row_ids": [row.row_id for row in outcome.rows]}
+
+
 def add_hook_tool(
     server: MCPServer, memory: Memory, scope: Scope, *, default_namespace: str
 ) -> None:
     """Register `capture_event` on `server`."""
 
-    @server.tool()
-    async def capture_event(
+    @server.tool(name="capture_event")
+    async def capture_event_tool(
         payload: Annotated[str, Field(description="The hook event as the host wrote it (JSON).")],
         event: Annotated[str, Field(description="The event's id: sent twice, stored once.")],
         namespace: Annotated[str | None, Field(description="Default: the server's.")] = None,
@@ -69,27 +110,12 @@ def add_hook_tool(
         ] = "",
     ) -> dict[str, Any]:
         """Capture one agent-host hook event (Claude Code's format) as `phi capture` does."""
-        from phi.capture.hooks import apply_event, parse_event
-
-        try:
-            # The laptop names its project's namespace without knowing its token's prefix:
-            # one outside what the token may read is put under it, as `capture`'s default is.
-            target = scope.check_write(scope.place(namespace or default_namespace))
-            if len(transcript) > MAX_TRANSCRIPT_CHARS:
-                raise InvalidInput(
-                    f"transcript of {len(transcript)} characters is over {MAX_TRANSCRIPT_CHARS};"
-                    " send its last lines"
-                )
-            with tempfile.TemporaryDirectory(prefix="phi-transcript-") as folder:
-                local: Path | None = None
-                if transcript:
-                    local = write_private(Path(folder) / "transcript.jsonl", transcript)
-                parsed = parse_event(_with_transcript(payload, local))
-                outcome = await apply_event(memory, parsed, namespace=target, event_id=event)
-        except (StoreError, EmbedderMismatch) as exc:
-            # The store cannot take it now, not a bad event: a protocol error, so the client
-            # keeps the event queued and tries again (a tool error would set it aside).
-            raise MCPError(code=INTERNAL_ERROR, message=f"try again later: {exc}") from None
-        except PhiError as exc:
-            raise ToolError(str(exc)) from None
-        return {"event": outcome.event, "row_ids": [row.row_id for row in outcome.rows]}
+        return await capture_event(
+            memory,
+            scope,
+            default_namespace=default_namespace,
+            payload=payload,
+            event=event,
+            namespace=namespace,
+            transcript=transcript,
+        )
