@@ -70,6 +70,9 @@ class Tally:
     survived: int = 0
     equivalent: int = 0
     seconds: float = 0.0
+    commit: str | None = None
+    """The commit whose code this run mutated: HEAD when the scratch copy was made, if the
+    module and its guarding tests were then as HEAD has them; None for uncommitted code."""
     survivors: list[str] = field(default_factory=list)
     """Names of mutants no test killed (and not listed as equivalent)."""
     equivalents: list[str] = field(default_factory=list)
@@ -236,6 +239,7 @@ def run_module(module: Module, *, workers: int, lines: set[int] | None = None) -
             `--changed` mode); otherwise all.
     """
     started = time.monotonic()
+    commit = clean_commit(module)
     with kept(ROOT), tempfile.TemporaryDirectory(prefix="phi-mutate-") as scratch:
         copy = Scratch(Path(scratch), module, workers=workers)
         copy.check_node_ids()
@@ -252,7 +256,17 @@ def run_module(module: Module, *, workers: int, lines: set[int] | None = None) -
             every = copy.codes(output)
             codes = {name: every.get(name) for name in chosen}
         where = copy.mutants()
-    return _tally(module.path, codes, where, time.monotonic() - started)
+    tally = _tally(module.path, codes, where, time.monotonic() - started)
+    tally.commit = commit
+    return tally
+
+
+def clean_commit(module: Module) -> str | None:
+    """HEAD, if `module` and the files of its guarding tests are as HEAD has them now."""
+    files = [module.path, *sorted({t.split("::")[0] for t in module.tests})]
+    if _git("status", "--porcelain", "--", *files).strip():
+        return None
+    return _git("rev-parse", "HEAD").strip()
 
 
 def _tally(
@@ -300,20 +314,17 @@ def verified_commits() -> dict[str, str]:
 
 
 def record_verified(tallies: list[Tally], modules: list[Module], *, threshold: float) -> list[str]:
-    """Record HEAD for each module that met the goal and whose source and tests are as HEAD
-    has them (a run on uncommitted code proves nothing about a commit); the refused, named."""
-    head = _git("rev-parse", "HEAD").strip()
-    by_path = {m.path: m for m in modules}
+    """Record, for each module that met the goal, the commit its run mutated (`Tally.commit`:
+    the code as it was when the run began, whatever was committed during the run; a run on
+    uncommitted code proves nothing about a commit); the refused, named."""
     found = verified_commits()
     refused = []
     for tally in tallies:
-        module = by_path[tally.module]
-        files = [module.path, *sorted({t.split("::")[0] for t in module.tests})]
-        dirty = _git("status", "--porcelain", "--", *files).strip()
-        if tally.score < threshold or dirty:
-            refused.append(f"{module.path}: " + ("below the goal" if not dirty else "uncommitted"))
+        if tally.score < threshold or tally.commit is None:
+            reason = "uncommitted" if tally.commit is None else "below the goal"
+            refused.append(f"{tally.module}: {reason}")
             continue
-        found[module.path] = head
+        found[tally.module] = tally.commit
     if all(m.path in found for m in critical_set()):
         found.pop("*", None)  # every module has a line of its own: the old catch-all is spent
     lines = [

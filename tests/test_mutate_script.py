@@ -72,9 +72,11 @@ def test_a_module_is_recorded_only_when_it_met_the_goal_on_committed_code(
 ) -> None:
     head = _git(tmp_path, "rev-parse", "HEAD").strip()
     (tmp_path / "tests" / "test_b.py").write_text("def test_f():\n    pass\n")  # uncommitted
+    a, b = mutate.critical_set()
+    assert (mutate.clean_commit(a), mutate.clean_commit(b)) == (head, None)
     tallies = [
-        mutate.Tally(module="src/a.py", made=10, killed=9, survived=1),
-        mutate.Tally(module="src/b.py", made=10, killed=10),
+        mutate.Tally(module="src/a.py", made=10, killed=9, survived=1, commit=head),
+        mutate.Tally(module="src/b.py", made=10, killed=10, commit=None),
     ]
     refused = mutate.record_verified(tallies, mutate.critical_set(), threshold=0.9)
     assert mutate.verified_commits() == {"src/a.py": head}
@@ -84,6 +86,21 @@ def test_a_module_is_recorded_only_when_it_met_the_goal_on_committed_code(
     refused = mutate.record_verified(tallies[:1], mutate.critical_set(), threshold=0.9)
     assert refused == ["src/a.py: below the goal"]
     assert mutate.verified_commits() == {"src/a.py": head}, "a failed run keeps the old record"
+
+
+def test_a_run_is_recorded_at_the_commit_it_mutated_not_at_a_later_head(
+    mutate: ModuleType, tmp_path: Path
+) -> None:
+    """Code committed while a run goes on was not mutated by it: the record names the
+    commit the run began on."""
+    began = _git(tmp_path, "rev-parse", "HEAD").strip()
+    (a,) = [m for m in mutate.critical_set() if m.path == "src/a.py"]
+    tally = mutate.Tally(module="src/a.py", made=4, killed=4, commit=mutate.clean_commit(a))
+    (tmp_path / "src" / "a.py").write_text("def f():\n    return 5\n")
+    later = _commit(tmp_path, "a changes during the run")
+    assert later != began
+    assert mutate.record_verified([tally], mutate.critical_set(), threshold=0.9) == []
+    assert mutate.verified_commits() == {"src/a.py": began}
 
 
 def test_changed_compares_each_module_with_its_own_verified_commit(
