@@ -304,3 +304,17 @@ async def test_an_idle_store_holds_one_connection_and_reads_run_side_by_side_on_
                 await locker.rollback()
     finally:
         await store.close()
+
+
+async def test_ledger_writes_never_wait_for_a_row_writer(
+    pg_store: PostgresStore, pg_url: str
+) -> None:
+    """State and the model-call log touch no row: a row write in progress (holding the
+    store's write lock) does not hold them up."""
+    await pg_store.write([w(make_row("there"), vec(1, 0, 0, 0))], [])
+    async with await psycopg.AsyncConnection.connect(pg_url) as writer:
+        await writer.execute("SELECT 1 FROM text_stats FOR UPDATE")  # a row write in progress
+        with anyio.fail_after(10):
+            assert await pg_store.write_state("block", "persona", "v1", at=T0) == 1
+            assert await pg_store.erase_state("block", "persona") == 1
+        await writer.rollback()

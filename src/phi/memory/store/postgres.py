@@ -30,13 +30,14 @@ import psycopg
 import psycopg_pool
 
 from phi.errors import EmbedderMismatch, PhiError, StoreError
-from phi.memory.model import Edge, EdgeType, Row, Status
+from phi.memory.model import Edge, Row
 from phi.memory.store import _pg_bulk, _pg_forget, _pg_pool
 from phi.memory.store import _pg_learning as learning_sql
 from phi.memory.store import _pg_queue as queue_sql
 from phi.memory.store import _pg_reembed as reembed_sql
 from phi.memory.store import _pg_sql as sql
 from phi.memory.store import _pg_write as write_sql
+from phi.memory.store._delegating import Answer, DelegatingStore, QueryModules, async_answer
 from phi.memory.store._pg_hybrid import hybrid
 from phi.memory.store._pg_schema import (
     Conn,
@@ -47,19 +48,12 @@ from phi.memory.store._pg_schema import (
 from phi.memory.store._pg_text import Tokenizer, query_tokens
 from phi.memory.store.base import (
     EmbeddingSpec,
-    ForgetReport,
     Hit,
     HybridQuery,
     HybridSignals,
-    ModelCallRecord,
-    NamespaceInfo,
-    PassMark,
     RowFilter,
-    RowForgetReport,
     RowWrite,
-    StateEntry,
     StoreStats,
-    UsageTotals,
     gather_stepwise,
 )
 
@@ -79,8 +73,18 @@ def _redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
-class PostgresStore:
-    """A memory store in a PostgreSQL database (its tables in the connection's schema)."""
+class PostgresStore(DelegatingStore[Conn]):
+    """A memory store in a PostgreSQL database (its tables in the connection's schema).
+    The methods that only run one query of the SQL modules are `DelegatingStore`'s."""
+
+    _queries = QueryModules(
+        rows=sql,
+        writes=write_sql,
+        forget=_pg_forget,
+        queue=queue_sql,
+        reembed=reembed_sql,
+        ledger=learning_sql,
+    )
 
     def __init__(
         self, url: str, *, auto_upgrade: bool | None = None, pool_max: int | None = None
@@ -206,6 +210,22 @@ class PostgresStore:
     async def _write(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
         return await self._run(fn, write=True)
 
+    async def _read_query(self, query: Callable[[Conn], Answer[T]]) -> T:
+        return await self._read(partial(async_answer, query))
+
+    async def _write_query(self, query: Callable[[Conn], Answer[T]]) -> T:
+        return await self._write(partial(async_answer, query))
+
+    async def _ledger_query(self, query: Callable[[Conn], Answer[T]]) -> T:
+        # Ledger writes touch no row and no text statistics: they need not queue behind
+        # row writes (state versions take their own per-key lock inside this transaction).
+        pool, _ = self._ready()
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                return await async_answer(query, conn)
+        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
+            raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
+
     # -- embedding ---------------------------------------------------------------------
 
     @staticmethod
@@ -215,9 +235,6 @@ class PostgresStore:
         if "embedding_model" not in meta:
             return None
         return EmbeddingSpec(model=meta["embedding_model"], dimension=int(meta["embedding_dim"]))
-
-    async def embedding(self) -> EmbeddingSpec | None:
-        return self._embedding
 
     async def bind_embedding(self, spec: EmbeddingSpec) -> None:
         async def bind(conn: Conn) -> EmbeddingSpec:
@@ -266,32 +283,6 @@ class PostgresStore:
                         f"PostgreSQL store {self.location!r}: building the vector index"
                         f" after a bulk load failed ({exc}); the next open tries again"
                     ) from exc
-
-    # -- moving to another embedding model (`_pg_reembed`) ------------------------------
-
-    async def stage_vectors(
-        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
-    ) -> None:
-        await self._write(partial(reembed_sql.stage, spec=spec, vectors=vectors))
-
-    async def unstaged(self, spec: EmbeddingSpec, *, limit: int) -> list[Row]:
-        return await self._read(partial(reembed_sql.unstaged, spec=spec, limit=limit))
-
-    async def count_unstaged(self, spec: EmbeddingSpec) -> int:
-        return await self._read(partial(reembed_sql.count_unstaged, spec=spec))
-
-    async def swap_embedding(
-        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
-    ) -> int:
-        missing = await self._write(partial(reembed_sql.swap, spec=spec, vectors=vectors))
-        if missing == 0:
-            self._embedding = spec
-        return missing
-
-    def _dimension(self) -> int:
-        if self._embedding is None:
-            raise StoreError("no embedding model is recorded yet; bind one before writing")
-        return self._embedding.dimension
 
     def _query_vector(self, vector: npt.NDArray[np.float32]) -> str:
         dimension = self._dimension()
@@ -346,43 +337,7 @@ class PostgresStore:
 
         return await self._write(write)
 
-    async def add_edges(self, edges: Sequence[Edge]) -> None:
-        await self._write(partial(write_sql.insert_edges, edges=edges))
-
-    async def set_status(self, row_ids: Sequence[str], status: Status, *, at: datetime) -> None:
-        await self._write(partial(write_sql.set_status, row_ids=row_ids, status=status, at=at))
-
-    async def forget(
-        self,
-        namespace: str,
-        *,
-        author: str | None = None,
-        state: Sequence[tuple[str, str]] = (),
-    ) -> ForgetReport:
-        return await self._write(
-            partial(_pg_forget.erase, namespace=namespace, author=author, state=state)
-        )
-
-    async def forget_row(
-        self, row_id: str, *, confine: Callable[[str], bool] | None = None
-    ) -> RowForgetReport:
-        return await self._write(partial(_pg_forget.erase_row, row_id=row_id, confine=confine))
-
     # -- reads -------------------------------------------------------------------------
-
-    async def get_rows(self, row_ids: Sequence[str]) -> list[Row]:
-        return await self._read(partial(sql.select_rows, row_ids=row_ids))
-
-    async def get_vectors(self, row_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
-        return await self._read(partial(sql.select_vectors, row_ids=row_ids))
-
-    async def find_by_hash(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Row]:
-        return await self._read(partial(sql.select_by_hash, keys=keys))
-
-    async def edges(
-        self, row_ids: Sequence[str], *, types: Sequence[EdgeType] | None = None
-    ) -> list[Edge]:
-        return await self._read(partial(sql.select_edges, row_ids=row_ids, types=types))
 
     async def hybrid(self, query: HybridQuery) -> HybridSignals:
         _, tokenizer = self._ready()
@@ -433,26 +388,11 @@ class PostgresStore:
         )
         return {h.row_id: h.score for h in hits}
 
-    async def latest(self, where: RowFilter, *, limit: int) -> list[Row]:
-        return await self._read(partial(sql.latest, where=where, limit=limit))
-
     async def latest_many(self, wheres: Sequence[RowFilter], *, limit: int) -> list[list[Row]]:
         async def many(conn: Conn) -> list[list[Row]]:
             return [await sql.latest(conn, w, limit) for w in wheres]
 
         return await self._read(many)
-
-    async def ref_counts(self, refs: Sequence[str]) -> dict[str, int]:
-        return await self._read(partial(sql.ref_counts, refs=refs))
-
-    async def rows_with_ref(self, ref: str, where: RowFilter, *, limit: int) -> list[str]:
-        return await self._read(partial(sql.rows_with_ref, ref=ref, where=where, limit=limit))
-
-    async def count(self, where: RowFilter) -> int:
-        return await self._read(partial(sql.count, where=where))
-
-    async def namespaces(self, *, prefix: str | None = None) -> list[NamespaceInfo]:
-        return await self._read(partial(sql.namespace_infos, prefix=prefix))
 
     async def scan(self, where: RowFilter, *, batch_size: int = 500) -> AsyncIterator[Row]:
         after: tuple[datetime, int] | None = None
@@ -467,12 +407,6 @@ class PostgresStore:
             after = batch[-1][1]
 
     # -- the embedding queue (`_pg_queue`) ----------------------------------------------
-
-    async def unembedded(self, *, limit: int) -> list[Row]:
-        return await self._read(partial(queue_sql.select_unembedded, limit=limit))
-
-    async def count_unembedded(self, where: RowFilter) -> int:
-        return await self._read(partial(queue_sql.count_unembedded, where=where))
 
     async def add_vectors(
         self, vectors: Mapping[str, npt.NDArray[np.float32]], edges: Sequence[Edge]
@@ -497,73 +431,3 @@ class PostgresStore:
             namespaces=namespaces,
             size_bytes=size,
         )
-
-    # -- rows side, for copying a store (`phi.memory.transfer`) --------------------------
-
-    async def refs_of(self, row_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        return await self._read(partial(sql.select_refs, row_ids=row_ids))
-
-    # -- learning passes' bookkeeping (append-only block) --------------------------------
-
-    async def mark(self, pass_name: str, row_ids: Sequence[str], *, at: datetime) -> None:
-        await self._write(
-            partial(learning_sql.insert_marks, pass_name=pass_name, row_ids=row_ids, at=at)
-        )
-
-    async def unmarked(self, pass_name: str, where: RowFilter, *, limit: int) -> list[Row]:
-        return await self._read(
-            partial(learning_sql.select_unmarked, pass_name=pass_name, where=where, limit=limit)
-        )
-
-    async def read_state(self, scope: str, key: str) -> StateEntry | None:
-        return await self._read(partial(learning_sql.select_state, scope=scope, key=key))
-
-    async def state_history(self, scope: str, key: str, *, limit: int = 20) -> list[StateEntry]:
-        return await self._read(
-            partial(learning_sql.select_state_history, scope=scope, key=key, limit=limit)
-        )
-
-    async def write_state(
-        self, scope: str, key: str, value: str, *, at: datetime, keep: int = 20
-    ) -> int:
-        return await self._ledger(
-            partial(learning_sql.insert_state, scope=scope, key=key, value=value, at=at, keep=keep)
-        )
-
-    async def state_keys(self, scope: str) -> list[str]:
-        return await self._read(partial(learning_sql.select_state_keys, scope=scope))
-
-    async def log_model_call(self, call: ModelCallRecord) -> None:
-        await self._ledger(partial(learning_sql.insert_model_call, call=call))
-
-    async def model_usage(self) -> list[UsageTotals]:
-        return await self._read(learning_sql.select_usage)
-
-    async def erase_state(self, scope: str, key: str) -> int:
-        return await self._ledger(partial(learning_sql.delete_state, scope=scope, key=key))
-
-    # ledger side, for copying a store (`phi.memory.transfer`):
-
-    async def marks_of(self, row_ids: Sequence[str]) -> list[PassMark]:
-        return await self._read(partial(learning_sql.select_marks, row_ids=row_ids))
-
-    async def state_versions(self) -> list[StateEntry]:
-        return await self._read(learning_sql.select_state_versions)
-
-    async def restore_state(self, entries: Sequence[StateEntry]) -> int:
-        return await self._ledger(partial(learning_sql.insert_state_versions, entries=entries))
-
-    async def model_calls(self) -> list[ModelCallRecord]:
-        return await self._read(learning_sql.select_model_calls)
-
-    async def _ledger(self, fn: Callable[[Conn], Awaitable[T]]) -> T:
-        # Ledger writes touch no row and no text statistics: they need not queue behind
-        # row writes (state versions take their own per-key lock inside this transaction).
-        pool, _ = self._ready()
-        try:
-            async with pool.connection() as conn, conn.transaction():
-                return await fn(conn)
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
-
-    # -- end of the learning block -------------------------------------------------------

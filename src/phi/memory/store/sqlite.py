@@ -24,12 +24,13 @@ import numpy as np
 import numpy.typing as npt
 
 from phi.errors import EmbedderMismatch, PhiError, StoreError
-from phi.memory.model import Edge, EdgeType, Row, Status
+from phi.memory.model import Edge, Row
 from phi.memory.store import _sqlite_forget as forget_sql
 from phi.memory.store import _sqlite_learning as learning_sql
 from phi.memory.store import _sqlite_queue as queue_sql
 from phi.memory.store import _sqlite_reembed as reembed_sql
 from phi.memory.store import _sqlite_sql as sql
+from phi.memory.store._delegating import Answer, DelegatingStore, QueryModules, sync_answer
 from phi.memory.store._sqlite_schema import (
     BUSY_TIMEOUT_MS,
     apply_migrations,
@@ -40,18 +41,13 @@ from phi.memory.store._sqlite_schema import (
 )
 from phi.memory.store.base import (
     EmbeddingSpec,
-    ForgetReport,
     Hit,
     HybridQuery,
     HybridSignals,
-    NamespaceInfo,
-    PassMark,
     RowFilter,
-    RowForgetReport,
     RowWrite,
     StoreStats,
 )
-from phi.memory.store.ledger import ModelCallRecord, StateEntry, UsageTotals
 from phi.private import make_private, private_file
 
 __all__ = ["SQLiteStore"]
@@ -59,8 +55,18 @@ __all__ = ["SQLiteStore"]
 T = TypeVar("T")
 
 
-class SQLiteStore:
-    """A memory store in one SQLite file: a `RowStore` and a `Ledger` (a `Store`)."""
+class SQLiteStore(DelegatingStore[apsw.Connection]):
+    """A memory store in one SQLite file: a `RowStore` and a `Ledger` (a `Store`). The
+    methods that only run one query of the SQL modules are `DelegatingStore`'s."""
+
+    _queries = QueryModules(
+        rows=sql,
+        writes=sql,
+        forget=forget_sql,
+        queue=queue_sql,
+        reembed=reembed_sql,
+        ledger=learning_sql,
+    )
 
     def __init__(
         self,
@@ -206,6 +212,12 @@ class SQLiteStore:
         async with self._write_lock:
             return await anyio.to_thread.run_sync(run)
 
+    async def _read_query(self, query: Callable[[apsw.Connection], Answer[T]]) -> T:
+        return await self._read(partial(sync_answer, query))
+
+    async def _write_query(self, query: Callable[[apsw.Connection], Answer[T]]) -> T:
+        return await self._write(partial(sync_answer, query))
+
     # -- embedding ---------------------------------------------------------------------
 
     @staticmethod
@@ -214,9 +226,6 @@ class SQLiteStore:
         if "embedding_model" not in meta:
             return None
         return EmbeddingSpec(model=meta["embedding_model"], dimension=int(meta["embedding_dim"]))
-
-    async def embedding(self) -> EmbeddingSpec | None:
-        return self._embedding
 
     async def bind_embedding(self, spec: EmbeddingSpec) -> None:
         def bind(conn: apsw.Connection) -> EmbeddingSpec:
@@ -239,33 +248,7 @@ class SQLiteStore:
 
         self._embedding = await self._write(bind)
 
-    # -- moving to another embedding model (`_sqlite_reembed`) ------------------------------
-
-    async def stage_vectors(
-        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
-    ) -> None:
-        await self._write(partial(reembed_sql.stage, spec=spec, vectors=vectors))
-
-    async def unstaged(self, spec: EmbeddingSpec, *, limit: int) -> list[Row]:
-        return await self._read(partial(reembed_sql.unstaged, spec=spec, limit=limit))
-
-    async def count_unstaged(self, spec: EmbeddingSpec) -> int:
-        return await self._read(partial(reembed_sql.count_unstaged, spec=spec))
-
-    async def swap_embedding(
-        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
-    ) -> int:
-        missing = await self._write(partial(reembed_sql.swap, spec=spec, vectors=vectors))
-        if missing == 0:
-            self._embedding = spec
-        return missing
-
     # -- writes ------------------------------------------------------------------------
-
-    def _dimension(self) -> int:
-        if self._embedding is None:
-            raise StoreError("no embedding model is recorded yet; bind one before writing")
-        return self._embedding.dimension
 
     async def write(
         self,
@@ -313,43 +296,7 @@ class SQLiteStore:
         # Nothing to defer: sqlite-vec's vec0 table keeps no graph to update per row.
         yield False
 
-    async def add_edges(self, edges: Sequence[Edge]) -> None:
-        await self._write(partial(sql.insert_edges, edges=edges))
-
-    async def set_status(self, row_ids: Sequence[str], status: Status, *, at: datetime) -> None:
-        await self._write(partial(sql.set_status, row_ids=row_ids, status=status, at=at))
-
-    async def forget(
-        self,
-        namespace: str,
-        *,
-        author: str | None = None,
-        state: Sequence[tuple[str, str]] = (),
-    ) -> ForgetReport:
-        return await self._write(
-            partial(forget_sql.erase, namespace=namespace, author=author, state=state)
-        )
-
-    async def forget_row(
-        self, row_id: str, *, confine: Callable[[str], bool] | None = None
-    ) -> RowForgetReport:
-        return await self._write(partial(forget_sql.erase_row, row_id=row_id, confine=confine))
-
     # -- reads -------------------------------------------------------------------------
-
-    async def get_rows(self, row_ids: Sequence[str]) -> list[Row]:
-        return await self._read(partial(sql.select_rows, row_ids=row_ids))
-
-    async def get_vectors(self, row_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
-        return await self._read(partial(sql.select_vectors, row_ids=row_ids))
-
-    async def find_by_hash(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Row]:
-        return await self._read(partial(sql.select_by_hash, keys=keys))
-
-    async def edges(
-        self, row_ids: Sequence[str], *, types: Sequence[EdgeType] | None = None
-    ) -> list[Edge]:
-        return await self._read(partial(sql.select_edges, row_ids=row_ids, types=types))
 
     def _query_blob(self, vector: npt.NDArray[np.float32]) -> bytes:
         dimension = self._dimension()
@@ -403,23 +350,8 @@ class SQLiteStore:
     ) -> dict[str, float]:
         return await self._read(partial(sql.bm25_of, terms=terms, row_ids=row_ids, where=where))
 
-    async def latest(self, where: RowFilter, *, limit: int) -> list[Row]:
-        return await self._read(partial(sql.latest, where=where, limit=limit))
-
     async def latest_many(self, wheres: Sequence[RowFilter], *, limit: int) -> list[list[Row]]:
         return await self._read(lambda conn: [sql.latest(conn, w, limit) for w in wheres])
-
-    async def ref_counts(self, refs: Sequence[str]) -> dict[str, int]:
-        return await self._read(partial(sql.ref_counts, refs=refs))
-
-    async def rows_with_ref(self, ref: str, where: RowFilter, *, limit: int) -> list[str]:
-        return await self._read(partial(sql.rows_with_ref, ref=ref, where=where, limit=limit))
-
-    async def count(self, where: RowFilter) -> int:
-        return await self._read(partial(sql.count, where=where))
-
-    async def namespaces(self, *, prefix: str | None = None) -> list[NamespaceInfo]:
-        return await self._read(partial(sql.namespace_infos, prefix=prefix))
 
     async def scan(self, where: RowFilter, *, batch_size: int = 500) -> AsyncIterator[Row]:
         after: tuple[float, int] = (float("-inf"), -1)
@@ -447,18 +379,7 @@ class SQLiteStore:
             size_bytes=size,
         )
 
-    # -- for copying a store (`phi.memory.transfer`) ------------------------------------
-
-    async def refs_of(self, row_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        return await self._read(partial(sql.select_refs, row_ids=row_ids))
-
     # -- the embedding queue ------------------------------------------------------------
-
-    async def unembedded(self, *, limit: int) -> list[Row]:
-        return await self._read(partial(queue_sql.select_unembedded, limit=limit))
-
-    async def count_unembedded(self, where: RowFilter) -> int:
-        return await self._read(partial(queue_sql.count_unembedded, where=where))
 
     async def add_vectors(
         self, vectors: Mapping[str, npt.NDArray[np.float32]], edges: Sequence[Edge]
@@ -471,56 +392,3 @@ class SQLiteStore:
             queue_sql.insert_vectors(conn, vectors=vectors, edges=edges, dimension=dimension)
 
         await self._write(add)
-
-    # -- Ledger: learning marks, key/value state, the model-call log -------------------
-
-    async def mark(self, pass_name: str, row_ids: Sequence[str], *, at: datetime) -> None:
-        await self._write(
-            partial(learning_sql.insert_marks, pass_name=pass_name, row_ids=row_ids, at=at)
-        )
-
-    async def unmarked(self, pass_name: str, where: RowFilter, *, limit: int) -> list[Row]:
-        return await self._read(
-            partial(learning_sql.select_unmarked, pass_name=pass_name, where=where, limit=limit)
-        )
-
-    async def read_state(self, scope: str, key: str) -> StateEntry | None:
-        return await self._read(partial(learning_sql.select_state, scope=scope, key=key))
-
-    async def write_state(
-        self, scope: str, key: str, value: str, *, at: datetime, keep: int = 20
-    ) -> int:
-        return await self._write(
-            partial(learning_sql.insert_state, scope=scope, key=key, value=value, at=at, keep=keep)
-        )
-
-    async def state_keys(self, scope: str) -> list[str]:
-        return await self._read(partial(learning_sql.select_state_keys, scope=scope))
-
-    async def state_history(self, scope: str, key: str, *, limit: int = 20) -> list[StateEntry]:
-        return await self._read(
-            partial(learning_sql.select_state_history, scope=scope, key=key, limit=limit)
-        )
-
-    async def log_model_call(self, call: ModelCallRecord) -> None:
-        await self._write(partial(learning_sql.insert_model_call, call=call))
-
-    async def model_usage(self) -> list[UsageTotals]:
-        return await self._read(learning_sql.select_usage)
-
-    async def erase_state(self, scope: str, key: str) -> int:
-        return await self._write(partial(learning_sql.delete_state, scope=scope, key=key))
-
-    # ledger side, for copying a store (`phi.memory.transfer`):
-
-    async def marks_of(self, row_ids: Sequence[str]) -> list[PassMark]:
-        return await self._read(partial(learning_sql.select_marks, row_ids=row_ids))
-
-    async def state_versions(self) -> list[StateEntry]:
-        return await self._read(learning_sql.select_state_versions)
-
-    async def restore_state(self, entries: Sequence[StateEntry]) -> int:
-        return await self._write(partial(learning_sql.insert_state_versions, entries=entries))
-
-    async def model_calls(self) -> list[ModelCallRecord]:
-        return await self._read(learning_sql.select_model_calls)
