@@ -212,3 +212,42 @@ async def test_a_busy_store_stops_the_drain_and_the_events_wait(
         (f"user: p{n}", f"event-{n}") for n in range(3)
     ]
     assert [r.source_uris for r in rows] == [(f"capture://s/event-{n}",) for n in range(3)]
+
+
+def test_the_drain_lock_waits_its_time_and_is_taken_when_released(tmp_path: Path) -> None:
+    """A second drainer waits up to `wait_s` for the lock (not less, and without busy
+    failing), takes it when the first lets go within that time, and is kept out when not."""
+    import threading
+    import time
+
+    spool = Spool(directory=tmp_path)
+    with spool.draining(wait_s=0) as first:
+        assert first is True
+        started = time.monotonic()
+        with spool.draining(wait_s=0.3) as second:
+            waited = time.monotonic() - started
+        assert second is False
+        assert 0.3 <= waited < 2.0
+
+    outcome: list[tuple[bool, float]] = []
+    held = threading.Event()
+
+    def wait_for_it() -> None:
+        held.wait()
+        started = time.monotonic()
+        with spool.draining(wait_s=5) as taken:
+            outcome.append((taken, time.monotonic() - started))
+
+    waiter = threading.Thread(target=wait_for_it)
+    waiter.start()
+    with spool.draining(wait_s=0) as first:
+        assert first is True
+        held.set()
+        time.sleep(0.3)
+    waiter.join(timeout=10)
+    [(taken, waited)] = outcome
+    assert taken is True
+    assert 0.2 <= waited < 2.0
+    # Released again: the next drainer takes it at once.
+    with spool.draining(wait_s=0) as again:
+        assert again is True
