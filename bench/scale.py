@@ -1,7 +1,7 @@
 """Latency and scale of the memory engine: 10k, 100k and 1M rows over ~1000 namespaces.
 
     uv run python bench/scale.py [--sizes 10000,100000,1000000] [--db STORE ...]
-        [--keep DIR] [--plot FILE]
+        [--keep DIR] [--plot FILE] [--dim 1536]
 
 `--db` names a store: `sqlite` (a temporary file, the default), a folder (a SQLite file in
 it), or a `postgresql://` URL (a fresh schema in that database, dropped afterwards).
@@ -12,6 +12,13 @@ hold fewer rows: SQLite's as `DIR/scale-<rows>.db`, PostgreSQL's as the schema
 `phi_scale_<rows>` of the URL's database (a million rows take ~7 minutes to fill on
 SQLite, ~17 on PostgreSQL); a rerun measures again without filling, and writes texts no run
 wrote before. `--plot FILE` draws scoped latency against rows (log scale).
+
+`--dim D` (default 384, MiniLM's) fills and measures with synthetic D-d vectors, as an
+OpenAI-sized embedder (1,536-d) would store them. No model of that size runs here: new rows
+get a synthetic vector per text (a seeded random direction: the ingest figures are the
+store's cost without an embedder's), and the "MiniLM query" column is not measured (`-`).
+Kept stores of another dimension are kept apart (`scale-<rows>-d<D>.db`,
+`phi_scale_<rows>_d<D>`).
 
 The store is filled through the store API, as a bulk load (`RowStore.bulk_load`: the
 PostgreSQL store builds its HNSW index once, after the rows; the fill rate includes that
@@ -43,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -69,6 +77,31 @@ STOPWORD_RANKS = 100
 """The most frequent words are stopwords: real text keeps them, real queries drop them."""
 LOCOMO = DEV_SPLIT
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
+DIM = 384
+"""The vectors' dimension (`--dim`): 384 is MiniLM's, any other is synthetic."""
+
+
+@dataclass
+class SyntheticEmbedder:
+    """A stand-in for an embedder of another size: each text gets a fixed random direction
+    (seeded by the text), at no model cost."""
+
+    dimension: int
+
+    @property
+    def name(self) -> str:
+        return f"synthetic-{self.dimension}"
+
+    async def embed(self, texts: Sequence[str]) -> Vectors:
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            v = np.random.default_rng(zlib.crc32(text.encode())).standard_normal(self.dimension)
+            out[i] = v / np.linalg.norm(v)
+        return out
+
+
+def embedder_for(dim: int) -> MiniLMEmbedder | SyntheticEmbedder:
+    return MiniLMEmbedder() if dim == 384 else SyntheticEmbedder(dim)
 
 
 @dataclass
@@ -88,7 +121,7 @@ class Generator:
 
     def __init__(self, seed: int = 7) -> None:
         self.rng = np.random.default_rng(seed)
-        basis, _ = np.linalg.qr(self.rng.standard_normal((384, RANK)))
+        basis, _ = np.linalg.qr(self.rng.standard_normal((DIM, RANK)))
         self.basis = basis.astype(np.float32)
         self.centres = self.rng.standard_normal((NAMESPACES, RANK)).astype(np.float32)
         ranks = np.arange(STOPWORD_RANKS + 1, STOPWORD_RANKS + VOCABULARY + 1)
@@ -97,7 +130,7 @@ class Generator:
 
     def vectors(self, namespaces: np.ndarray) -> np.ndarray:
         latent = self.centres[namespaces] + 0.8 * self.rng.standard_normal((len(namespaces), RANK))
-        v = latent @ self.basis.T + 0.15 * self.rng.standard_normal((len(namespaces), 384))
+        v = latent @ self.basis.T + 0.15 * self.rng.standard_normal((len(namespaces), DIM))
         return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
 
     def texts(self, n: int) -> list[str]:
@@ -266,7 +299,7 @@ async def ingest_for(path: str, seconds: float) -> None:
     (MiniLM included) in batches of 32, printing its progress, for at most `seconds`."""
     gen = Generator(seed=os.getpid())
     written, started = 0, time.perf_counter()
-    async with Memory.open(path, embedder=MiniLMEmbedder()) as memory:
+    async with Memory.open(path, embedder=embedder_for(DIM)) as memory:
         print("ready", flush=True)
         while time.perf_counter() - started < seconds:
             texts = conversational_texts(32, 10_000_000 + os.getpid() * 100_000 + written)
@@ -286,7 +319,7 @@ async def under_writes(
 ) -> tuple[tuple[float, float], float]:
     """Scoped latency while a second process ingests, and that process's rows/s."""
     writer = await anyio.open_process(
-        [sys.executable, __file__, "--ingest-into", path, "--seconds", "900"],
+        [sys.executable, __file__, "--ingest-into", path, "--seconds", "900", "--dim", str(DIM)],
         stdout=subprocess.PIPE,
     )
     assert writer.stdout is not None
@@ -326,7 +359,7 @@ def kept_rows(path: str) -> int:
 async def kept_schema(url: str, size: int) -> tuple[str, int]:
     """The kept PostgreSQL store of a size: its URL (schema `phi_scale_<size>`, created
     if missing) and the rows it holds."""
-    schema = f"phi_scale_{size}"
+    schema = f"phi_scale_{size}" + (f"_d{DIM}" if DIM != 384 else "")
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
         cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (f"{schema}.rows",))
@@ -348,7 +381,7 @@ async def sized_store(
     if keep is not None and is_postgres(store):
         yield await kept_schema(store, size)
     elif keep is not None:
-        path = str(keep / f"scale-{size}.db")
+        path = str(keep / (f"scale-{size}" + (f"-d{DIM}" if DIM != 384 else "") + ".db"))
         yield path, kept_rows(path)
     else:
         base = tmp if store == "sqlite" else store
@@ -367,7 +400,7 @@ async def measure(
     tmp: str,
 ) -> list[Figures]:
     gen = Generator()
-    minilm = MiniLMEmbedder()
+    minilm = embedder_for(DIM)
     query_texts = [" ".join(t.split()[:6]) for t in gen.texts(queries)]
     query_vectors = dict(zip(query_texts, await minilm.embed(query_texts), strict=True))
     picks = gen.rng.integers(0, 1 << 30, size=queries)
@@ -383,7 +416,7 @@ async def measure(
         "scoped p50/p95 ms while another process ingests (its rows/s)",
         "file MB",
     ]
-    print(f"\nstore: {store.split('?')[0]}")
+    print(f"\nstore: {store.split('?')[0]} ({DIM}-d vectors)")
     print("| " + " | ".join(columns) + " |")
     print("|" + "---|" * len(columns))
     figures: list[Figures] = []
@@ -399,8 +432,12 @@ async def measure(
             + f" | {found.ingest_rate:,.0f} | {found.short_rate:,.0f} | "
             f"{found.deferred[0]:,.0f} ({found.deferred[1]:,.0f}; {found.deferred[2]:.1f} s) | "
             f"{found.scoped[0]:.1f} / {found.scoped[1]:.1f} | "
-            f"{found.scoped_embedded[0]:.1f} / {found.scoped_embedded[1]:.1f} | "
-            f"{found.unscoped[0]:.0f} / {found.unscoped[1]:.0f} | "
+            + (
+                f"{found.scoped_embedded[0]:.1f} / {found.scoped_embedded[1]:.1f} | "
+                if found.scoped_embedded[0] == found.scoped_embedded[0]  # nan: not measured
+                else "- | "
+            )
+            + f"{found.unscoped[0]:.0f} / {found.unscoped[1]:.0f} | "
             f"{found.concurrent[0]:.1f} / {found.concurrent[1]:.1f}"
             f" ({found.writer_rate:.0f} rows/s) | {found.size_mb:,.0f} |",
             flush=True,
@@ -415,7 +452,7 @@ async def measure_size(
     filled: int,
     ingest: int,
     gen: Generator,
-    minilm: MiniLMEmbedder,
+    minilm: MiniLMEmbedder | SyntheticEmbedder,
     query_vectors: dict[str, np.ndarray],
     picks: np.ndarray,
 ) -> Figures:
@@ -441,8 +478,13 @@ async def measure_size(
         # Warm as for the cached measurement below: a cold page cache after the ingests
         # would be charged to the query embedding.
         await latencies(memory, query_texts[:20], scoped[:20])
-        with_embedding = quantiles(await latencies(memory, query_texts, scoped))
-    async with Memory.open(path, embedder=CachedEmbedder(query_vectors)) as memory:
+        with_embedding = (
+            quantiles(await latencies(memory, query_texts, scoped))
+            if isinstance(minilm, MiniLMEmbedder)
+            else (float("nan"), float("nan"))  # no real model of that size to time
+        )
+    cached = CachedEmbedder(query_vectors, name=minilm.name, dimension=minilm.dimension)
+    async with Memory.open(path, embedder=cached) as memory:
         await latencies(memory, query_texts[:20], scoped[:20])  # warm the page cache
         without = quantiles(await latencies(memory, query_texts, scoped))
         unscoped = quantiles(await latencies(memory, query_texts[:20], [None] * 20))
@@ -570,9 +612,14 @@ def main() -> None:
         help="keep and reuse the stores: SQLite's in this folder, PostgreSQL's as schemas",
     )
     parser.add_argument("--plot", type=Path, default=None, help="write a latency chart here")
+    parser.add_argument(
+        "--dim", type=int, default=384, help="vector dimension (not 384: synthetic vectors)"
+    )
     parser.add_argument("--ingest-into", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--seconds", type=float, default=60.0, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global DIM
+    DIM = args.dim
     if args.ingest_into is not None:  # the writer process of the concurrent measurement
         anyio.run(ingest_for, args.ingest_into, args.seconds)
         return

@@ -186,7 +186,8 @@ async def _pg_behind(url: str) -> None:
         await conn.execute("DROP TABLE embed_queue")
         await conn.execute("ALTER TABLE rows DROP COLUMN written_by")
         await conn.execute(
-            "DELETE FROM phi_migrations WHERE name IN ('m003_embed_queue', 'm004_written_by')"
+            "DELETE FROM phi_migrations WHERE name IN"
+            " ('m003_embed_queue', 'm004_written_by', 'm005_namespace_locality')"
         )
 
 
@@ -197,10 +198,10 @@ async def test_a_postgres_store_from_a_newer_phi_is_refused_and_not_written() ->
         await store.close()
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
             await conn.execute("INSERT INTO phi_migrations (name) VALUES ('m099_future')")
-            with pytest.raises(SchemaTooNew, match=r"version 5 \(m099_future\), newer than"):
+            with pytest.raises(SchemaTooNew, match=r"version 6 \(m099_future\), newer than"):
                 await PostgresStore(url, auto_upgrade=True).connect()
             cur = await conn.execute("SELECT count(*) FROM phi_migrations")
-            assert await cur.fetchone() == (5,)
+            assert await cur.fetchone() == (6,)
 
 
 async def test_a_postgres_store_behind_waits_for_an_explicit_upgrade() -> None:
@@ -212,7 +213,7 @@ async def test_a_postgres_store_behind_waits_for_an_explicit_upgrade() -> None:
         assert (report.before.number, report.after, report.applied) == (
             2,
             _pg_schema.code_version(),
-            ("m003_embed_queue", "m004_written_by"),
+            ("m003_embed_queue", "m004_written_by", "m005_namespace_locality"),
         )
         store = PostgresStore(url)
         await store.connect()
@@ -231,7 +232,7 @@ async def test_an_upgrade_waits_for_the_migration_lock_before_its_first_migratio
                 assert await cur.fetchone() == (2,)  # it waits: nothing applied
                 await holder.execute("SELECT pg_advisory_unlock(%s)", (_pg_schema.MIGRATION_LOCK,))
             cur = await holder.execute("SELECT count(*) FROM phi_migrations")
-            assert await cur.fetchone() == (4,)
+            assert await cur.fetchone() == (5,)
 
 
 async def test_two_processes_upgrading_one_postgres_store_apply_each_migration_once() -> None:
@@ -240,6 +241,6 @@ async def test_two_processes_upgrading_one_postgres_store_apply_each_migration_o
         outs = await _two_upgraders(url)
         assert sorted(applied for applied, _ in outs) == [
             [],
-            ["m003_embed_queue", "m004_written_by"],
+            ["m003_embed_queue", "m004_written_by", "m005_namespace_locality"],
         ]
-        assert [number for _, number in outs] == [4, 4]
+        assert [number for _, number in outs] == [5, 5]

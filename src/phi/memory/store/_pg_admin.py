@@ -33,10 +33,13 @@ from phi.memory.store._pg_schema import (
     MIGRATION_LOCK,
     Conn,
     apply_migrations,
+    cluster,
     code_version_names,
     missing_schema,
     schema_version,
+    vacuum,
 )
+from phi.memory.store._pg_write import settle
 from phi.memory.store._schema_version import SchemaChange, SchemaVersion, pending_migrations
 from phi.private import make_private, write_private
 from phi.redact import redact, redact_url
@@ -89,6 +92,41 @@ class PostgresAdmin:
             except psycopg.Error as exc:
                 raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
         return SchemaChange(before=before, after=after, applied=tuple(applied))
+
+    async def cluster(self) -> None:
+        """Rewrite the store's rows and vectors in namespace order again (`_pg_schema.cluster`)
+        and vacuum them: rows written since the last bulk load or clustering sit wherever
+        there was room, so a scoped search reads more scattered pages as a store grows.
+        Each table is locked while it is rewritten (every session of the store waits), and
+        wide vectors' HNSW index is rebuilt with them: run it when the store is quiet."""
+        conn, _ = await self._connect()
+        async with conn:
+            try:
+                await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+                try:
+                    async with conn.transaction():
+                        await cluster(conn)
+                    await vacuum(conn)
+                finally:
+                    await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+            except psycopg.Error as exc:
+                raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
+
+    async def settle(self, *, batch: int = 1000) -> int:
+        """Put every fresh vector into the HNSW graph (`_pg_write.settle`), a batch per
+        transaction, outside the write lock (writes go on meanwhile); return how many."""
+        conn, _ = await self._connect()
+        settled = 0
+        async with conn:
+            try:
+                while True:
+                    async with conn.transaction():
+                        done = await settle(conn, batch)
+                    settled += done
+                    if done < batch:
+                        return settled
+            except psycopg.Error as exc:
+                raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
 
     async def backup(self, destination: Path) -> SchemaVersion:
         if await anyio.Path(destination).exists():

@@ -26,44 +26,55 @@ _HEADER: Final = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 _TRAILER: Final = struct.pack(">h", -1)
 
 
-def vector_copy_data(ids: Sequence[int], vectors: npt.NDArray[np.float32]) -> bytes:
-    """A whole binary COPY stream of `(id bigint, embedding vector)` tuples.
+def vector_copy_data(
+    ids: Sequence[int],
+    namespaces: Sequence[str],
+    vectors: npt.NDArray[np.float32],
+    *,
+    fresh: bool,
+) -> bytes:
+    """A whole binary COPY stream of `(id bigint, namespace text, embedding vector, fresh
+    boolean)` tuples.
 
     Each tuple is its field count, then each field's length and bytes; a vector's bytes
     are pgvector's binary form (`vector_recv`): int16 dimension, int16 zero, float4s,
-    all big-endian. One numpy record per tuple, so no Python loop runs per vector.
+    all big-endian. The vectors are converted by numpy in one pass; the loop per tuple
+    only joins byte strings.
     """
     n, dim = vectors.shape
-    record = np.dtype(
-        [
-            ("fields", ">i2"),
-            ("id_len", ">i4"),
-            ("id", ">i8"),
-            ("vec_len", ">i4"),
-            ("dim", ">i2"),
-            ("unused", ">i2"),
-            ("values", ">f4", (dim,)),
-        ]
-    )
-    tuples = np.empty(n, dtype=record)
-    tuples["fields"] = 2
-    tuples["id_len"] = 8
-    tuples["id"] = ids
-    tuples["vec_len"] = 4 + 4 * dim
-    tuples["dim"] = dim
-    tuples["unused"] = 0
-    tuples["values"] = vectors
-    return _HEADER + tuples.tobytes() + _TRAILER
+    values = np.ascontiguousarray(vectors, dtype=">f4").reshape(n, dim)
+    vector_head = struct.pack(">ihh", 4 + 4 * dim, dim, 0)
+    flag = struct.pack(">ib", 1, 1 if fresh else 0)
+    parts = [_HEADER]
+    for i in range(n):
+        name = namespaces[i].encode()
+        parts.append(struct.pack(">hiqi", 4, 8, ids[i], len(name)))
+        parts.append(name)
+        parts.append(vector_head)
+        parts.append(values[i].tobytes())
+        parts.append(flag)
+    parts.append(_TRAILER)
+    return b"".join(parts)
 
 
-async def copy_vectors(conn: Conn, ids: Sequence[int], vectors: npt.NDArray[np.float32]) -> None:
-    """Insert `row_vectors` entries for fresh internal ids (one row of `vectors` each)."""
+async def copy_vectors(
+    conn: Conn,
+    ids: Sequence[int],
+    namespaces: Sequence[str],
+    vectors: npt.NDArray[np.float32],
+    *,
+    fresh: bool,
+) -> None:
+    """Insert `row_vectors` entries for fresh internal ids (one row of `vectors` each, with
+    the namespace of its row); `fresh`: not in the HNSW graph yet (`_pg_write.settle`)."""
     if not ids:
         return
-    data = vector_copy_data(ids, vectors)
+    data = vector_copy_data(ids, namespaces, vectors, fresh=fresh)
     async with (
         conn.cursor() as cur,
-        cur.copy("COPY row_vectors (id, embedding) FROM STDIN (FORMAT BINARY)") as copy,
+        cur.copy(
+            "COPY row_vectors (id, namespace, embedding, fresh) FROM STDIN (FORMAT BINARY)"
+        ) as copy,
     ):
         await copy.write(data)
 

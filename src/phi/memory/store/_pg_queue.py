@@ -17,7 +17,7 @@ from phi.errors import StoreError
 from phi.memory.model import Edge, Row
 from phi.memory.store._pg_schema import Conn
 from phi.memory.store._pg_sql import ROW_COLUMNS, internal_ids, row_from, vector_literal, where_sql
-from phi.memory.store._pg_write import insert_edges
+from phi.memory.store._pg_write import bound_fresh, graph_exists, insert_edges
 from phi.memory.store.base import RowFilter
 
 __all__ = ["count_unembedded", "insert_vectors", "select_unembedded"]
@@ -68,11 +68,14 @@ async def insert_vectors(
             )
     ids = await internal_ids(conn, [*vectors, *(e.src for e in edges), *(e.dst for e in edges)])
     present = [(ids[i], v) for i, v in vectors.items() if i in ids]
+    fresh = await graph_exists(conn)
     await conn.execute(
-        "INSERT INTO row_vectors (id, embedding)"
-        " SELECT i, v::vector FROM unnest(%s::bigint[], %s::text[]) AS u(i, v)"
-        " ON CONFLICT (id) DO NOTHING",
-        ([rid for rid, _ in present], [vector_literal(v) for _, v in present]),
+        "INSERT INTO row_vectors (id, namespace, embedding, fresh)"
+        " SELECT u.i, r.namespace, u.v::vector, %s FROM unnest(%s::bigint[], %s::text[])"
+        " AS u(i, v) JOIN rows r ON r.id = u.i ON CONFLICT (id) DO NOTHING",
+        (fresh, [rid for rid, _ in present], [vector_literal(v) for _, v in present]),
     )
+    if fresh:
+        await bound_fresh(conn, len(present))
     await conn.execute("DELETE FROM embed_queue WHERE id = ANY(%s)", ([rid for rid, _ in present],))
     await insert_edges(conn, [e for e in edges if e.src in ids and e.dst in ids], ids)

@@ -11,6 +11,7 @@ changes the schema under its dump. Tables live in the connection's current schem
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -123,31 +124,155 @@ async def apply_migrations(conn: Conn, *, upgrade: bool = True) -> list[str]:
                 await fn(conn)
                 await conn.execute("INSERT INTO phi_migrations (name) VALUES (%s)", (name,))
             applied.append(name)
+        if applied:
+            await vacuum(conn)
         return applied
     finally:
         await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
 
-async def create_vector_table(conn: Conn, dimension: int) -> None:
-    """The vectors, with an HNSW index on cosine distance (made once the dimension is known).
+VECTOR_IN_INDEX_MAX: Final = 1_850
+"""Largest vector (bytes: pgvector's 8-byte header and 4 a dimension) kept inside the
+namespace index itself (`row_vectors_scope ... INCLUDE (embedding)`), so a scoped exact
+search is an index-only scan over adjacent pages. A B-tree entry stops at 2,704 bytes: the
+namespace takes up to 804 (200 characters of UTF-8), the id 8, the entry's header 8-16.
+384-d (1,544 bytes) fits, up to 460-d; a wider vector (1,536-d: 6,152 bytes, even as
+`halfvec` 3,080) is found through a narrow `(namespace, id)` index in a heap kept in
+namespace order instead (`cluster`)."""
+TOAST_TUPLE_TARGET: Final = 8160
+"""`row_vectors` keeps vectors up to ~2,000-d inside the table's own page (PostgreSQL's
+default moves any row over 2 KB to the TOAST table, a second index probe and page per
+vector): a namespace's vectors, in namespace order, are then read page after page."""
 
-    A small scope (one person's namespace) is searched exactly through the rows' scope
-    index (see `_pg_sql.knn`); the HNSW index serves wide ones, with `hnsw.iterative_scan`
-    so a filter cannot starve it of results.
+
+def vector_in_index(dimension: int) -> bool:
+    """Whether a `dimension`-d vector fits in the namespace index (`VECTOR_IN_INDEX_MAX`)."""
+    return 8 + 4 * dimension <= VECTOR_IN_INDEX_MAX
+
+
+async def create_vector_table(conn: Conn, dimension: int) -> None:
+    """The vectors, with their namespace (the scope index), and an HNSW index on cosine
+    distance (made once the dimension is known). A table of an older layout (before
+    `m005`, or as a re-embedding's swap builds it) is rebuilt in this one.
+
+    A scope of one namespace (a person's) up to `_pg_sql.EXACT_MAX` rows is searched
+    exactly through `row_vectors_scope`, its vectors adjacent (see `VECTOR_IN_INDEX_MAX`);
+    the HNSW index serves wider ones, with `hnsw.iterative_scan` so a filter cannot starve
+    it of results.
     """
-    await conn.execute(
-        "CREATE TABLE IF NOT EXISTS row_vectors ("
-        " id bigint PRIMARY KEY REFERENCES rows (id) ON DELETE CASCADE,"
-        f" embedding vector({int(dimension)}) NOT NULL)"
-    )
+    cur = await conn.execute("SELECT to_regclass('row_vectors') IS NOT NULL")
+    (exists,) = await cur.fetchone() or (False,)
+    if exists:
+        await _vector_layout(conn)
+    else:
+        await conn.execute(_vector_table_sql("row_vectors", f"vector({int(dimension)})"))
+        await _scope_index(conn, int(dimension))
     await create_vector_index(conn)
+
+
+def _vector_table_sql(name: str, column_type: str) -> str:
+    return (
+        f"CREATE TABLE {name} ("
+        " id bigint NOT NULL REFERENCES rows (id) ON DELETE CASCADE,"
+        " namespace text NOT NULL,"
+        f" embedding {column_type} NOT NULL,"
+        " fresh boolean NOT NULL DEFAULT false,"
+        " CONSTRAINT row_vectors_pkey PRIMARY KEY (id))"
+        f" WITH (toast_tuple_target = {TOAST_TUPLE_TARGET})"
+    )
+
+
+async def _scope_index(conn: Conn, dimension: int) -> None:
+    include = " INCLUDE (embedding)" if vector_in_index(dimension) else ""
+    await conn.execute(
+        f"CREATE INDEX IF NOT EXISTS row_vectors_scope ON row_vectors (namespace, id){include}"
+    )
+    await conn.execute(
+        "CREATE INDEX IF NOT EXISTS row_vectors_fresh ON row_vectors (id) WHERE fresh"
+    )
+
+
+async def _vector_layout(conn: Conn) -> None:
+    """Rebuild a `row_vectors` without its namespace and `fresh` columns: a new table
+    filled in namespace order (one sorted pass; adding the columns in place would write
+    every row twice and insert each new version into the HNSW graph), then its indexes."""
+    cur = await conn.execute(
+        "SELECT format_type(a.atttypid, a.atttypmod), (SELECT vector_dims(embedding)"
+        " FROM row_vectors LIMIT 1), EXISTS (SELECT 1 FROM pg_attribute n"
+        "  WHERE n.attrelid = 'row_vectors'::regclass AND n.attname = 'fresh'"
+        "  AND NOT n.attisdropped)"
+        " FROM pg_attribute a WHERE a.attrelid = 'row_vectors'::regclass"
+        " AND a.attname = 'embedding'"
+    )
+    column_type, _, current = await cur.fetchone() or ("", None, True)
+    if current:
+        return
+    await conn.execute("DROP INDEX IF EXISTS row_vectors_hnsw")
+    await conn.execute("ALTER TABLE row_vectors RENAME TO row_vectors_old")
+    await conn.execute("ALTER INDEX row_vectors_pkey RENAME TO row_vectors_old_pkey")
+    await conn.execute(_vector_table_sql("row_vectors", str(column_type)))
+    await conn.execute(
+        "INSERT INTO row_vectors (id, namespace, embedding) SELECT v.id, r.namespace,"
+        " v.embedding FROM row_vectors_old v JOIN rows r ON r.id = v.id"
+        " ORDER BY r.namespace, v.id"
+    )
+    await conn.execute("DROP TABLE row_vectors_old")
+    match = re.fullmatch(r"\w+\((\d+)\)", str(column_type))
+    await _scope_index(conn, int(match.group(1)) if match else 0)
+    await conn.execute("ANALYZE row_vectors")
+
+
+async def vacuum(conn: Conn) -> None:
+    """Mark the pages of the scoped tables all-visible (and refresh their statistics), so
+    their covering indexes answer without visiting the table: a table rewritten by
+    `CLUSTER` or a migration starts with no page marked. Outside a transaction."""
+    for table in ("rows", "row_vectors", "row_terms", "edges"):
+        cur = await conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,))
+        (exists,) = await cur.fetchone() or (False,)
+        if exists:
+            await conn.execute(f"VACUUM (ANALYZE) {table}")
+
+
+async def cluster(conn: Conn) -> None:
+    """Put each namespace's rows (and, where the index does not hold them, its vectors)
+    on adjacent pages: `CLUSTER` rewrites the tables in the order of their namespace
+    index. Rows written afterwards go where there is room (at the end), so a store that
+    has grown a lot since is worth clustering again (`PostgresAdmin.cluster`). Takes an
+    exclusive lock on each table while it is rewritten; rewriting `row_vectors` rebuilds
+    its HNSW index too, so a bulk load clusters before building it."""
+    await conn.execute("CLUSTER rows USING rows_namespace_time")
+    cur = await conn.execute(
+        "SELECT i.indnatts > i.indnkeyatts, to_regclass('row_vectors_hnsw') IS NOT NULL"
+        " FROM pg_index i WHERE i.indexrelid = to_regclass('row_vectors_scope')"
+    )
+    found = await cur.fetchone()
+    if found is None:
+        return  # no vectors table yet
+    holds_vectors, graph = found
+    # Vectors inside the scope index are read from it in namespace order whatever the
+    # table's order: rewriting the table (and its HNSW graph) would buy nothing then.
+    if not (holds_vectors and graph):
+        await _build_memory_for_graph(conn)  # the rewrite rebuilds the HNSW index, if any
+        await conn.execute("CLUSTER row_vectors USING row_vectors_scope")
 
 
 async def create_vector_index(conn: Conn) -> None:
     """The HNSW index of `row_vectors` (unless it exists), built in the caller's
-    transaction over the vectors already there, with `maintenance_work_mem` raised for
-    this transaction to what their graph needs (up to `BUILD_MEMORY_MAX`): a graph that
-    outgrows it is finished on disk, which took 4x as long at 20k vectors."""
+    transaction over the vectors already there that are not `fresh` (a vector written
+    with its row joins the graph later, off the write path: `_pg_write.settle`), with
+    `maintenance_work_mem` raised for this transaction to what their graph needs (up to
+    `BUILD_MEMORY_MAX`): a graph that outgrows it is finished on disk, which took 4x as
+    long at 20k vectors."""
+    await _build_memory_for_graph(conn)
+    await conn.execute(
+        "CREATE INDEX IF NOT EXISTS row_vectors_hnsw ON row_vectors"
+        " USING hnsw (embedding vector_cosine_ops) WHERE NOT fresh"
+    )
+
+
+async def _build_memory_for_graph(conn: Conn) -> None:
+    """Raise `maintenance_work_mem`, for the caller's transaction, to what an HNSW build
+    over the vectors there needs (`build_memory`)."""
     cur = await conn.execute(
         "SELECT count(*), (SELECT vector_dims(embedding) FROM row_vectors LIMIT 1),"
         " (SELECT setting::bigint * 1024 FROM pg_settings WHERE name = 'maintenance_work_mem')"
@@ -159,10 +284,6 @@ async def create_vector_index(conn: Conn) -> None:
         await conn.execute(
             "SELECT set_config('maintenance_work_mem', %s, true)", (f"{wanted // 1024}kB",)
         )
-    await conn.execute(
-        "CREATE INDEX IF NOT EXISTS row_vectors_hnsw ON row_vectors"
-        " USING hnsw (embedding vector_cosine_ops)"
-    )
 
 
 def build_memory(vectors: int, dimension: int) -> int:
@@ -314,3 +435,22 @@ async def m004_written_by(conn: Conn) -> None:
     """Which credential wrote each row (a bearer token's label, never the secret), as in
     the SQLite store; rows written before are local writes (`NULL`)."""
     await conn.execute("ALTER TABLE rows ADD COLUMN written_by text")
+
+
+@migration
+async def m005_namespace_locality(conn: Conn) -> None:
+    """A scoped search reads its namespace's pages, not pages all over the store (issue
+    27): vectors carry their namespace, behind an index that holds them (or, for wide
+    vectors, in a table rebuilt in namespace order), and the rows are rewritten in
+    namespace order. At a million rows this rewrites the vectors and rebuilds their HNSW
+    index: minutes, once."""
+    cur = await conn.execute(
+        "SELECT to_regclass('row_vectors') IS NOT NULL,"
+        " EXISTS (SELECT 1 FROM phi_meta WHERE key = 'bulk_load')"
+    )
+    vectors, loading = await cur.fetchone() or (False, False)
+    if vectors:
+        await _vector_layout(conn)
+        if not loading:  # an interrupted bulk load builds it when it is recovered
+            await create_vector_index(conn)
+    await conn.execute("CLUSTER rows USING rows_namespace_time")

@@ -25,10 +25,22 @@ ROW_COLUMNS: Final = (
     " r.trust, r.tags, r.source_uris, r.author, r.created_at, r.updated_at, r.meta,"
     " r.written_by"
 )
-EXACT_MAX: Final = 2000
-"""Largest scope searched exactly; wider ones go through the HNSW index. Measured on 2
-busy cores, 384-d, top 10: exact 3.7 ms over 1,000 rows and 24 ms over 2,500; HNSW with
-iterative scan 4-6.5 ms over 22,000 rows, filtered or not."""
+COSINE_SQL: Final = (
+    "SELECT r.row_id, 1 - (v.embedding <=> %s::vector) FROM rows r"
+    " JOIN row_vectors v ON v.id = r.id WHERE r.row_id = ANY(%s)"
+)
+SELECT_ROWS_SQL: Final = f"SELECT {ROW_COLUMNS} FROM rows r WHERE r.row_id = ANY(%s)"
+
+
+EXACT_MAX: Final = 10_000
+"""Largest scope searched exactly; wider ones go through the HNSW index. Where exact search
+stops paying depends on the scope's share of the store: a filtered HNSW search walks the
+graph until it has found `k` rows of the scope. Measured 2026-11-26 (384-d, top 150,
+load 8-9, exact through `row_vectors_scope`; median of 5): at 1M rows exact 8.3 / 14.1 /
+23.7 / 89.5 / 244 ms over 1k / 2k / 5k / 20k / 50k rows in scope, HNSW with iterative
+scan 29.5 / 41.1 / 87.8 / 26.5 / 35.2 ms (recall 1.0 up to 5k, 0.987 at 20k): the
+crossover lies between 5k and 20k; at 100k rows exact still won at 5k (24 against 172
+ms). Before the namespace layout (heap lookups per vector) it was 2,000."""
 EF_SEARCH: Final = 100
 """HNSW candidate list; with iterative scan a filtered query keeps searching past it."""
 
@@ -96,11 +108,8 @@ async def internal_ids(conn: Conn, row_ids: Sequence[str]) -> dict[str, int]:
 
 
 async def select_rows(conn: Conn, row_ids: Sequence[str]) -> list[Row]:
-    cur = await conn.execute(
-        f"SELECT {ROW_COLUMNS} FROM rows r WHERE r.row_id = ANY(%s)", (list(set(row_ids)),)
-    )
-    found = {row.row_id: row for row in map(row_from, await cur.fetchall())}
-    return [found[i] for i in row_ids if i in found]
+    cur = await conn.execute(SELECT_ROWS_SQL, (list(set(row_ids)),))
+    return rows_in_order(await cur.fetchall(), row_ids)
 
 
 async def select_vectors(conn: Conn, row_ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
@@ -152,39 +161,123 @@ async def select_edges(
     ]
 
 
+def scope_sql(where: RowFilter) -> tuple[str, dict[str, Any]]:
+    """How many rows `where` admits, counted up to `EXACT_MAX + 1` (all of them: the
+    statistics row), which decides between an exact search and the HNSW index."""
+    cond, params = where_sql(where)
+    if where.namespaces is None and where.thread is None:
+        return "SELECT n_rows FROM text_stats", {}
+    return (
+        f"SELECT count(*) FROM (SELECT 1 FROM rows r WHERE {cond} LIMIT {EXACT_MAX + 1}) c",
+        params,
+    )
+
+
+def exact_sql(
+    where: RowFilter, k: int, vector: str, *, guarded: bool
+) -> tuple[str, dict[str, Any]]:
+    """The exact nearest rows within `where`. Ordered by similarity, not by the indexed
+    distance: the planner cannot pick the approximate index for it. The namespace is asked
+    of the vectors too: their scope index holds a namespace's vectors together
+    (`_pg_schema.VECTOR_IN_INDEX_MAX`, `_pg_schema.cluster`). `guarded`: answer nothing
+    when the scope is wider than `EXACT_MAX` (checked before any vector is read), so the
+    statement can be sent beside `scope_sql`'s in one round trip."""
+    cond, params = where_sql(where)
+    on_vectors = " AND v.namespace = ANY(%(w_namespace)s)" if where.namespaces else ""
+    guard = ""
+    if guarded:
+        count, _ = scope_sql(where)
+        guard = f" AND ({count}) <= {EXACT_MAX}"
+    return (
+        "SELECT r.row_id, 1 - (v.embedding <=> %(q)s::vector) AS score FROM row_vectors v"
+        f" JOIN rows r ON r.id = v.id{on_vectors} WHERE {cond}{guard}"
+        " ORDER BY score DESC, r.id LIMIT %(k)s",
+        params | {"q": vector, "k": k},
+    )
+
+
+def hits_from(found: Sequence[tuple[Any, ...]]) -> list[Hit]:
+    return [Hit(row_id=i, score=float(s)) for i, s in found]
+
+
 async def knn(conn: Conn, vector: str, where: RowFilter, k: int) -> list[Hit]:
     """Nearest rows within `where`, best first: exact over a scope of at most `EXACT_MAX`
     rows, else through the HNSW index with iterative scan (so a filter cannot starve it)."""
+    (hits,) = await knn_many(conn, [(vector, where)], k)
+    return hits
+
+
+async def knn_many(conn: Conn, queries: Sequence[tuple[str, RowFilter]], k: int) -> list[list[Hit]]:
+    """`knn` of each query, the exact ones all in one round trip (a pipeline of each
+    scope's size and its guarded exact search); a scope wider than `EXACT_MAX` then goes
+    through the HNSW index, one query at a time."""
+    found: list[tuple[int, list[Hit]]] = []
+    async with conn.pipeline():
+        sent = []
+        for vector, where in queries:
+            count, params = scope_sql(where)
+            scope_cur = await conn.execute(count, params)
+            exact_cur = await conn.execute(*exact_sql(where, k, vector, guarded=True))
+            sent.append((scope_cur, exact_cur))
+        for scope_cur, exact_cur in sent:
+            (scope,) = await scope_cur.fetchone() or (0,)
+            found.append((scope, hits_from(await exact_cur.fetchall())))
+    return [
+        hits if scope <= EXACT_MAX else await knn_indexed(conn, vector, where, k)
+        for (scope, hits), (vector, where) in zip(found, queries, strict=True)
+    ]
+
+
+async def knn_indexed(conn: Conn, vector: str, where: RowFilter, k: int) -> list[Hit]:
+    """Nearest rows within `where` through the HNSW index, with iterative scan, joined by
+    the fresh vectors `where` admits (not in the graph yet: `_pg_write.FRESH_MAX`),
+    searched exactly: both in one round trip, merged by score."""
     cond, params = where_sql(where)
     params |= {"q": vector, "k": k}
-    if where.namespaces is None and where.thread is None:
-        cur = await conn.execute("SELECT n_rows FROM text_stats")
-    else:
-        cur = await conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM rows r WHERE {cond} LIMIT {EXACT_MAX + 1}) c",
-            params,
-        )
-    (scope,) = await cur.fetchone() or (0,)
-    if scope <= EXACT_MAX:
-        # Ordered by similarity, not by the indexed distance: the planner cannot pick the
-        # approximate index for it.
-        cur = await conn.execute(
-            "SELECT r.row_id, 1 - (v.embedding <=> %(q)s::vector) AS score FROM rows r"
-            f" JOIN row_vectors v ON v.id = r.id WHERE {cond}"
-            " ORDER BY score DESC, r.id LIMIT %(k)s",
-            params,
-        )
-        return [Hit(row_id=i, score=float(s)) for i, s in await cur.fetchall()]
     async with conn.transaction():  # the settings hold for this transaction only
         await conn.execute("SET LOCAL hnsw.iterative_scan = strict_order")
         await conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, min(k, 1000))}")
-        cur = await conn.execute(
-            "SELECT r.row_id, 1 - (v.embedding <=> %(q)s::vector) FROM row_vectors v"
-            f" JOIN rows r ON r.id = v.id WHERE {cond}"
-            " ORDER BY v.embedding <=> %(q)s::vector LIMIT %(k)s",
-            params,
-        )
-        return [Hit(row_id=i, score=float(s)) for i, s in await cur.fetchall()]
+        async with conn.pipeline():
+            graph = await conn.execute(
+                "SELECT r.row_id, 1 - (v.embedding <=> %(q)s::vector) FROM row_vectors v"
+                f" JOIN rows r ON r.id = v.id WHERE NOT v.fresh AND {cond}"
+                " ORDER BY v.embedding <=> %(q)s::vector LIMIT %(k)s",
+                params,
+            )
+            fresh = await conn.execute(
+                "SELECT r.row_id, 1 - (v.embedding <=> %(q)s::vector) AS score"
+                f" FROM row_vectors v JOIN rows r ON r.id = v.id WHERE v.fresh AND {cond}"
+                " ORDER BY score DESC, r.id LIMIT %(k)s",
+                params,
+            )
+            found = hits_from(await graph.fetchall()) + hits_from(await fresh.fetchall())
+    return sorted(found, key=lambda h: -h.score)[:k]
+
+
+def bm25_sql(
+    tokens: Sequence[str],
+    where: RowFilter,
+    *,
+    limit: int | None,
+    row_ids: Sequence[str] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """`bm25`'s statement and parameters (`tokens` not empty)."""
+    cond, params = where_sql(where)
+    # The namespace inside the postings' key, so a scoped query reads only its postings.
+    scope = " AND t.namespace = ANY(%(w_namespace)s)" if where.namespaces is not None else ""
+    chosen = (
+        " AND t.id IN (SELECT id FROM rows WHERE row_id = ANY(%(ids)s))"
+        if row_ids is not None
+        else ""
+    )
+    params |= {"terms": list(tokens), "ids": list(row_ids or ()), "limit": limit}
+    return (
+        f"WITH {weights_cte()} SELECT r.row_id, {BM25_SCORE} AS score"
+        f" FROM w JOIN row_terms t ON t.term = w.term{scope}{chosen}"
+        f" JOIN rows r ON r.id = t.id CROSS JOIN s WHERE {cond}"
+        " GROUP BY r.id, r.row_id ORDER BY score DESC, r.id LIMIT %(limit)s",
+        params,
+    )
 
 
 async def bm25(
@@ -198,42 +291,39 @@ async def bm25(
     """Rows within `where` (and among `row_ids`, if given) matching any token, by BM25."""
     if not tokens or (limit is not None and limit <= 0):
         return []
-    cond, params = where_sql(where)
-    # The namespace inside the postings' key, so a scoped query reads only its postings.
-    scope = " AND t.namespace = ANY(%(w_namespace)s)" if where.namespaces is not None else ""
-    chosen = (
-        " AND t.id IN (SELECT id FROM rows WHERE row_id = ANY(%(ids)s))"
-        if row_ids is not None
-        else ""
-    )
-    params |= {"terms": list(tokens), "ids": list(row_ids or ()), "limit": limit}
-    cur = await conn.execute(
-        f"WITH {weights_cte()} SELECT r.row_id, {BM25_SCORE} AS score"
-        f" FROM w JOIN row_terms t ON t.term = w.term{scope}{chosen}"
-        f" JOIN rows r ON r.id = t.id CROSS JOIN s WHERE {cond}"
-        " GROUP BY r.id, r.row_id ORDER BY score DESC, r.id LIMIT %(limit)s",
-        params,
-    )
-    return [Hit(row_id=i, score=float(s)) for i, s in await cur.fetchall()]
+    cur = await conn.execute(*bm25_sql(tokens, where, limit=limit, row_ids=row_ids))
+    return hits_from(await cur.fetchall())
+
+
+def rows_in_order(found: Sequence[Sequence[Any]], row_ids: Sequence[str]) -> list[Row]:
+    by_id = {row.row_id: row for row in map(row_from, found)}
+    return [by_id[i] for i in row_ids if i in by_id]
 
 
 async def cosine_of(conn: Conn, vector: str, row_ids: Sequence[str]) -> dict[str, float]:
-    cur = await conn.execute(
-        "SELECT r.row_id, 1 - (v.embedding <=> %s::vector) FROM rows r"
-        " JOIN row_vectors v ON v.id = r.id WHERE r.row_id = ANY(%s)",
-        (vector, list(set(row_ids))),
-    )
+    cur = await conn.execute(COSINE_SQL, (vector, list(set(row_ids))))
     return {i: float(s) for i, s in await cur.fetchall()}
 
 
 async def latest(conn: Conn, where: RowFilter, limit: int) -> list[Row]:
-    cond, params = where_sql(where)
-    cur = await conn.execute(
-        f"SELECT {ROW_COLUMNS} FROM rows r WHERE {cond}"
-        " ORDER BY r.created_at DESC, r.id DESC LIMIT %(limit)s",
-        params | {"limit": limit},
-    )
-    return list(map(row_from, await cur.fetchall()))
+    (rows,) = await latest_many(conn, [where], limit)
+    return rows
+
+
+async def latest_many(conn: Conn, wheres: Sequence[RowFilter], limit: int) -> list[list[Row]]:
+    """`latest` of each filter, in one round trip (a pipeline)."""
+    async with conn.pipeline():
+        sent = []
+        for where in wheres:
+            cond, params = where_sql(where)
+            sent.append(
+                await conn.execute(
+                    f"SELECT {ROW_COLUMNS} FROM rows r WHERE {cond}"
+                    " ORDER BY r.created_at DESC, r.id DESC LIMIT %(limit)s",
+                    params | {"limit": limit},
+                )
+            )
+        return [list(map(row_from, await cur.fetchall())) for cur in sent]
 
 
 async def ref_counts(conn: Conn, refs: Sequence[str]) -> dict[str, int]:

@@ -361,7 +361,7 @@ class PostgresStore(DelegatingStore[Conn]):
         literals = [(self._query_vector(vector), where) for vector, where in queries]
 
         async def search(conn: Conn) -> list[list[Hit]]:
-            return [await sql.knn(conn, q, where, limit) for q, where in literals]
+            return await sql.knn_many(conn, literals, limit)
 
         return await self._read(search)
 
@@ -390,7 +390,7 @@ class PostgresStore(DelegatingStore[Conn]):
 
     async def latest_many(self, wheres: Sequence[RowFilter], *, limit: int) -> list[list[Row]]:
         async def many(conn: Conn) -> list[list[Row]]:
-            return [await sql.latest(conn, w, limit) for w in wheres]
+            return await sql.latest_many(conn, wheres, limit)
 
         return await self._read(many)
 
