@@ -243,6 +243,14 @@ def answer_here(options: HookOptions, request: dict[str, object], *, err: TextIO
 
     async def go() -> str | None:
         with spool.draining(wait_s=SESSION_START_WAIT_S) as mine:
+            from phi.capture.remote_sink import configured_target, drain_remote
+
+            if options.db is None and (target := configured_target()) is not None:
+                # Team capture: the server stores the queue (`remote_sink`); the answers
+                # are not served from it yet, as the resident's are not.
+                if mine:
+                    await drain_remote(spool, target, err=err)
+                return None
             async with _open_memory(options.db) as memory:
                 if mine:
                     from phi.capture.spool import drain_into
