@@ -256,9 +256,28 @@ def run_module(module: Module, *, workers: int, lines: set[int] | None = None) -
             every = copy.codes(output)
             codes = {name: every.get(name) for name in chosen}
         where = copy.mutants()
+    problem = never_checked(module.path, codes, output)
+    if problem:
+        raise SystemExit(problem)
     tally = _tally(module.path, codes, where, time.monotonic() - started)
     tally.commit = commit
     return tally
+
+
+def never_checked(path: str, codes: dict[str, int | None], output: str) -> str | None:
+    """Why the run says nothing, when mutmut checked none of the mutants it made.
+
+    mutmut leaves every mutant "not checked" when its first, clean pass of the tests fails
+    (a service the tests need is down, a test fails on the unmutated code). Counted, they
+    would read as a module whose tests kill nothing; it is a run that never happened.
+    """
+    if not codes or any(code is not None for code in codes.values()):
+        return None
+    return (
+        f"mutmut checked none of the {len(codes)} mutants of {path}: its tests did not run"
+        f" on the unmutated code (a service they need down? a test failing?). mutmut said:\n"
+        f"{output[-2000:]}"
+    )
 
 
 def clean_commit(module: Module) -> str | None:

@@ -145,3 +145,13 @@ def test_the_old_single_commit_format_stands_for_every_module(
     mutate.VERIFIED_FILE.write_text(f"{first}\n# a comment\nsrc/b.py {first}\n")
     assert mutate.verified_commits() == {"*": first, "src/b.py": first}
     assert mutate.base_commit(None, module="src/a.py") == first
+
+
+def test_a_run_that_checked_no_mutant_is_an_error_not_a_score(mutate: ModuleType) -> None:
+    """Tests that could not start leave every mutant unchecked: that must not read as a
+    module whose tests kill nothing (or, with the verdicts ignored, as one that passed)."""
+    problem = mutate.never_checked("src/a.py", {"m_1": None, "m_2": None}, "stats failed")
+    assert problem is not None
+    assert "none of the 2 mutants of src/a.py" in problem and problem.endswith("stats failed")
+    assert mutate.never_checked("src/a.py", {"m_1": None, "m_2": 1}, "") is None
+    assert mutate.never_checked("src/a.py", {}, "") is None

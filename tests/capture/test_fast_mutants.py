@@ -15,9 +15,7 @@ import contextlib
 import hashlib
 import io
 import os
-import shutil
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,6 +33,7 @@ from phi.capture._fast import (
     socket_path,
 )
 from phi.capture._intake import done_frame, parse_head, queued_frame
+from tests.capture._sockets import short_tmpdir
 
 EVENT = b'{"hook_event_name": "Stop", "session_id": "s1"}'
 EMPTY_KEY = hashlib.sha256(b"").hexdigest()[:12]
@@ -49,14 +48,8 @@ Serve = Callable[..., list[tuple[bytes, bytes]]]
 def short(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A short private folder of `/tmp` that is `$TMPDIR` too, with this user's socket
     folder (`phi-<uid>`) in it: every socket path of a test fits `sun_path`."""
-    folder = Path(tempfile.mkdtemp(prefix="phf", dir="/tmp"))
-    (folder / f"phi-{os.getuid()}").mkdir(mode=0o700)
-    for name in ("TEMP", "TMP"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TMPDIR", str(folder))
-    monkeypatch.delenv("PHI_CAPTURE_PROJECT", raising=False)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    with short_tmpdir(monkeypatch, prefix="phf") as folder:
+        yield folder
 
 
 @pytest.fixture

@@ -16,28 +16,12 @@ from typing import Any
 import pytest
 
 from phi.capture.events import HookName
-from phi.capture.hooks import MAX_KEPT_CHARS, HookOutcome, apply_event, parse_event
+from phi.capture.hooks import MAX_KEPT_CHARS, HookOutcome, parse_event
 from phi.errors import InvalidInput
 from phi.memory import Memory, Row
+from tests.capture._hook_events import NS, send
 
 pytestmark = pytest.mark.anyio
-
-NS = "dev"
-
-
-async def send(
-    memory: Memory,
-    name: str,
-    *,
-    session: str = "s1",
-    namespace: str = NS,
-    event_id: str | None = None,
-    **fields: Any,
-) -> HookOutcome:
-    """One hook event through the drainer's path: parsed, then applied."""
-    payload = json.dumps({"hook_event_name": name, "session_id": session, **fields})
-    event = parse_event(payload)
-    return await apply_event(memory, event, namespace=namespace, event_id=event_id)
 
 
 async def texts(memory: Memory) -> list[str]:

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from phi.capture import hooks
-from phi.capture.hooks import HookEvent, HookOutcome, apply_event, parse_event
+from phi.capture.hooks import HookEvent, HookOutcome, parse_event
 from phi.capture.supersede import Claims, claims_of
 from phi.memory import Memory, NewRow, Row
+from tests.capture._hook_events import NS, send
 
 pytestmark = pytest.mark.anyio
 
-NS = "dev"
 PIN = {"command": "uv add 'httpx==0.27.2'"}
 BUMP = {"command": "uv add 'httpx==0.28.1'"}
 PIN_WHY = "dep:py:httpx set to '==0.28.1' (was '==0.27.2')"
@@ -33,19 +33,6 @@ CLIENT = "/repo/src/client.py"
 
 def event(name: str = "PreToolUse", **fields: Any) -> HookEvent:
     return parse_event(json.dumps({"hook_event_name": name, "session_id": "s1", **fields}))
-
-
-async def send(
-    memory: Memory,
-    name: str,
-    *,
-    session: str = "s1",
-    namespace: str = NS,
-    event_id: str | None = None,
-    **fields: Any,
-) -> HookOutcome:
-    payload = json.dumps({"hook_event_name": name, "session_id": session, **fields})
-    return await apply_event(memory, parse_event(payload), namespace=namespace, event_id=event_id)
 
 
 async def one(memory: Memory, name: str, **fields: Any) -> Row:

@@ -14,25 +14,12 @@ from typing import Any
 
 import pytest
 
-from phi.capture.hooks import MAX_KEPT_CHARS, HookOutcome, apply_event, parse_event
+from phi.capture.hooks import MAX_KEPT_CHARS
 from phi.mcp.capture import MAX_CAPTURE_CHARS
 from phi.memory import Memory, Row
+from tests.capture._hook_events import NS, send
 
 pytestmark = pytest.mark.anyio
-
-NS = "dev"
-
-
-async def send(
-    memory: Memory,
-    name: str,
-    *,
-    session: str = "s1",
-    event_id: str | None = None,
-    **fields: Any,
-) -> HookOutcome:
-    payload = json.dumps({"hook_event_name": name, "session_id": session, **fields})
-    return await apply_event(memory, parse_event(payload), namespace=NS, event_id=event_id)
 
 
 def entry(uuid: str, *parts: object, role: str = "assistant", at: str | None = None) -> str:

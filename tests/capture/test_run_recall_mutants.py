@@ -15,9 +15,7 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -49,6 +47,7 @@ from phi.capture.resident import Resident
 from phi.capture.spool import Spool, SpoolEntry, drain_into
 from phi.config import Settings
 from phi.memory import Memory, MiniLMEmbedder
+from tests.capture._sockets import short_tmpdir
 
 OLD, MINE, LATER = "aaaa1111-s0", "bbbb2222-s1", "cccc3333-s2"
 """Sessions: an earlier one, the one asking, and one after it (ids cut to 8 in a context)."""
@@ -129,11 +128,8 @@ class Asked:
 def short(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A short private folder of `/tmp` (so the socket path fits `sun_path` and stays in the
     capture folder), also `$TMPDIR`; no project named by the environment."""
-    folder = Path(tempfile.mkdtemp(prefix="phr", dir="/tmp"))
-    monkeypatch.setenv("TMPDIR", str(folder))
-    monkeypatch.delenv(PROJECT_ENV, raising=False)
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    with short_tmpdir(monkeypatch, prefix="phr") as folder:
+        yield folder
 
 
 @pytest.fixture

@@ -18,25 +18,11 @@ from typing import Any
 import anyio
 import pytest
 
-from phi.capture.hooks import HookOutcome, apply_event, parse_event
 from phi.memory import Memory, MiniLMEmbedder, Row
+from tests.capture._hook_events import NS, send
 from tests.postgres.schemas import fresh_schema
 
-NS = "dev"
 CLIENT = "/repo/src/client.py"
-
-
-async def send(
-    memory: Memory,
-    name: str,
-    *,
-    session: str = "s1",
-    namespace: str = NS,
-    event_id: str | None = None,
-    **fields: Any,
-) -> HookOutcome:
-    payload = json.dumps({"hook_event_name": name, "session_id": session, **fields})
-    return await apply_event(memory, parse_event(payload), namespace=namespace, event_id=event_id)
 
 
 async def tool_call(
