@@ -20,7 +20,8 @@ from phi.capture.supersede import (
     term_digests,
 )
 from phi.memory import Memory
-from tests.capture.test_supersede_hook import send, status, tool_call
+from tests.capture._hook_events import send
+from tests.capture.test_supersede_hook import status, tool_call
 
 PYPROJECT = "/repo/pyproject.toml"
 PIN = '    "httpx==0.27.2",  # 0.28 dropped proxy auth from the URL: Payjet calls got 407'

@@ -80,3 +80,6 @@ from phi.cli import memory_reembed as _memory_reembed  # noqa: E402, F401
 
 # Registers `phi memory migrate | import` on `memory_app`.
 from phi.cli import memory_transfer as _memory_transfer  # noqa: E402, F401
+
+# Registers `phi memory settle | cluster` on `memory_app`.
+from phi.cli import memory_upkeep as _memory_upkeep  # noqa: E402, F401

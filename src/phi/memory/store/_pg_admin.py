@@ -80,6 +80,19 @@ class PostgresAdmin:
         (schema,) = await cur.fetchone() or ("",)
         return conn, str(schema)
 
+    async def _connect_store(self) -> Conn:
+        """`_connect`, refusing a schema that holds no phi store (nothing to maintain)."""
+        conn, _ = await self._connect()
+        try:
+            version = await schema_version(conn)
+        except psycopg.Error as exc:
+            await conn.close()
+            raise StoreError(f"PostgreSQL store {self.location!r}: {exc}") from exc
+        if version.number == 0:
+            await conn.close()
+            raise StoreError(f"no phi memory store at {self.location!r}")
+        return conn
+
     async def upgrade(self) -> SchemaChange:
         conn, _ = await self._connect()
         async with conn:
@@ -99,7 +112,7 @@ class PostgresAdmin:
         there was room, so a scoped search reads more scattered pages as a store grows.
         Each table is locked while it is rewritten (every session of the store waits), and
         wide vectors' HNSW index is rebuilt with them: run it when the store is quiet."""
-        conn, _ = await self._connect()
+        conn = await self._connect_store()
         async with conn:
             try:
                 await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
@@ -115,7 +128,7 @@ class PostgresAdmin:
     async def settle(self, *, batch: int = 1000) -> int:
         """Put every fresh vector into the HNSW graph (`_pg_write.settle`), a batch per
         transaction, outside the write lock (writes go on meanwhile); return how many."""
-        conn, _ = await self._connect()
+        conn = await self._connect_store()
         settled = 0
         async with conn:
             try:

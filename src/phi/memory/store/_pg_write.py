@@ -29,8 +29,8 @@ Inserting a vector into pgvector's HNSW graph searches the graph for its neighbo
 graph 0.4 ms). A write stores its vectors `fresh` instead, outside the graph: scoped
 searches never use the graph (their scopes are searched exactly), and a wide search adds
 the fresh vectors it admits, searched exactly, to the graph's answer (`_pg_sql.knn_indexed`).
-`settle` puts fresh vectors into the graph outside the write lock (a maintenance task: a
-store's background embedder, or `PostgresAdmin.settle`). Where nothing settles, a write
+`settle` puts fresh vectors into the graph outside the write lock (a maintenance task:
+`phi memory settle`, `phi.memory.upkeep.settle`). Where nothing settles, a write
 that finds more than `FRESH_MAX` fresh vectors settles as many as it adds (the cost of
 the graph comes back to the write path, and the fresh set stays bounded: a wide search
 scans at most this many vectors exactly)."""
