@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 import tomllib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -255,6 +256,7 @@ def run_module(module: Module, *, workers: int, lines: set[int] | None = None) -
             output = copy.run(chosen) if chosen else output
             every = copy.codes(output)
             codes = {name: every.get(name) for name in chosen}
+        codes = again_if_crashed(codes, lambda names: copy.codes(copy.run(names)))
         where = copy.mutants()
     problem = never_checked(module.path, codes, output)
     if problem:
@@ -262,6 +264,24 @@ def run_module(module: Module, *, workers: int, lines: set[int] | None = None) -
     tally = _tally(module.path, codes, where, time.monotonic() - started)
     tally.commit = commit
     return tally
+
+
+def again_if_crashed(
+    codes: dict[str, int | None], rerun: Callable[[list[str]], dict[str, int | None]]
+) -> dict[str, int | None]:
+    """`codes` with each mutant whose forked test process crashed run once more.
+
+    mutmut calls a fork that died without an exit code of its own "suspicious" (under load
+    a forked pytest can be killed or crash in a native library's exit handlers); counted, it
+    would be a survivor no test let live. Its second verdict stands, whatever it is.
+    """
+    from mutmut.stats import status_by_exit_code
+
+    crashed = sorted(n for n, c in codes.items() if status_by_exit_code[c] == "suspicious")
+    if not crashed:
+        return codes
+    again = rerun(crashed)
+    return codes | {name: again.get(name) for name in crashed}
 
 
 def never_checked(path: str, codes: dict[str, int | None], output: str) -> str | None:

@@ -155,3 +155,20 @@ def test_a_run_that_checked_no_mutant_is_an_error_not_a_score(mutate: ModuleType
     assert "none of the 2 mutants of src/a.py" in problem and problem.endswith("stats failed")
     assert mutate.never_checked("src/a.py", {"m_1": None, "m_2": 1}, "") is None
     assert mutate.never_checked("src/a.py", {}, "") is None
+
+
+def test_a_mutant_whose_fork_crashed_is_run_once_more(mutate: ModuleType) -> None:
+    """A crashed fork ("suspicious", an exit code mutmut does not know) is not a survivor
+    until a second run says so; every other verdict stands as it is."""
+    asked: list[list[str]] = []
+
+    def rerun(names: list[str]) -> dict[str, int | None]:
+        asked.append(names)
+        return {"m_crash": 1, "m_crash_twice": 35, "m_kill": 0}
+
+    codes = {"m_kill": 1, "m_live": 0, "m_crash": -6, "m_crash_twice": 35, "m_none": None}
+    again = mutate.again_if_crashed(codes, rerun)
+    assert asked == [["m_crash", "m_crash_twice"]]
+    assert again == {"m_kill": 1, "m_live": 0, "m_crash": 1, "m_crash_twice": 35, "m_none": None}
+    assert mutate.again_if_crashed({"m_kill": 1}, rerun) == {"m_kill": 1}
+    assert len(asked) == 1, "nothing crashed: nothing runs again"
