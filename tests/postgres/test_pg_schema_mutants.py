@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+import uuid
 
 import anyio
 import anyio.abc
@@ -129,3 +130,46 @@ async def test_the_index_build_raises_maintenance_work_mem_for_its_transaction_o
             await create_vector_index(conn)
             cur = await conn.execute("SHOW maintenance_work_mem")
             assert await cur.fetchone() == ("64MB",)
+
+
+@pytest.mark.parametrize(
+    ("path", "missing"),
+    [
+        ('"$user", public', None),  # PostgreSQL's default: the role's schema passed over
+        ("$user, public", None),
+        ("public, t_pg_no_such", None),  # only the first real entry counts
+        ('"$user", t_pg_no_such, public', "t_pg_no_such"),
+        ("T_PG_No_Such, public", "t_pg_no_such"),  # unquoted: folded to lower case
+        ('"T_PG ""No"" Such", public', 'T_PG "No" Such'),  # quoted: as written, "" is "
+        ('"public"', None),
+        ("", None),  # nothing named at all
+        ('""', ""),  # `SET search_path = ''`: a schema of no name, which cannot exist
+    ],
+)
+async def test_the_first_schema_named_on_the_search_path_must_exist(
+    pg_url: str, path: str, missing: str | None
+) -> None:
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute("SELECT set_config('search_path', %s, false)", (path,))
+        assert await _pg_schema.missing_schema(conn) == missing
+
+
+async def test_a_quoted_schema_that_exists_is_found_by_its_exact_name(pg_url: str) -> None:
+    tag = uuid.uuid4().hex[:8]
+    quoted = f'"T_PG ""Quoted"" {tag}"'
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute(f"CREATE SCHEMA {quoted}")
+        try:
+            await conn.execute(f"SET search_path = {quoted}, public")
+            assert await _pg_schema.missing_schema(conn) is None
+            await conn.execute(f"SET search_path = t_pg_quoted_{tag}, public")
+            assert await _pg_schema.missing_schema(conn) == f"t_pg_quoted_{tag}"
+        finally:
+            await conn.execute(f"DROP SCHEMA {quoted}")
+
+
+def test_vectors_up_to_460_dimensions_are_kept_in_the_namespace_index() -> None:
+    """pgvector's 8-byte header and 4 bytes a dimension, within 1,850 bytes: 1,848 at 460."""
+    assert _pg_schema.vector_in_index(460)
+    assert not _pg_schema.vector_in_index(461)
+    assert _pg_schema.vector_in_index(1)

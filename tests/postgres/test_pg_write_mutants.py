@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import psycopg
 import pytest
 
 from phi.errors import RowNotFound
 from phi.memory.model import Edge
-from phi.memory.store import PostgresStore, RowFilter
+from phi.memory.store import PostgresStore, RowFilter, RowWrite, _pg_write
 from tests.memory.conformance import CONFORMANCE_SPEC, make_row, vec, w
 from tests.postgres.schemas import in_time_zone
 
@@ -69,3 +70,52 @@ async def test_an_edge_without_a_time_is_stamped_now_in_any_server_time_zone(
         await store.close()
     assert edge.created_at is not None
     assert before - timedelta(seconds=1) <= edge.created_at <= after + timedelta(seconds=1)
+
+
+async def _graph_and_fresh(url: str) -> tuple[int, int]:
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FILTER (WHERE NOT fresh), count(*) FILTER (WHERE fresh)"
+            " FROM row_vectors"
+        )
+        graph, fresh = await cur.fetchone() or (0, 0)
+    return int(graph), int(fresh)
+
+
+def _rows(start: int, count: int) -> list[RowWrite]:
+    return [
+        w(make_row(f"bound {i}", at=i), vec(1, i / 100, 0, 0)) for i in range(start, start + count)
+    ]
+
+
+async def test_writes_settle_as_many_as_they_add_only_past_the_bound(
+    pg_store: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to `FRESH_MAX` fresh vectors, a write leaves its own out of the graph; past it,
+    the write puts as many as it added into the graph (oldest first): the set stays at the
+    bound, and what each write pays stays its own size."""
+    monkeypatch.setattr(_pg_write, "FRESH_MAX", 10)
+    await pg_store.write(_rows(0, 10), [])
+    assert await _graph_and_fresh(pg_url) == (0, 10)  # at the bound, not past it
+    await pg_store.write(_rows(10, 3), [])
+    assert await _graph_and_fresh(pg_url) == (3, 10)
+    await pg_store.write(_rows(13, 1), [])
+    assert await _graph_and_fresh(pg_url) == (4, 10)
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        cur = await conn.execute("SELECT min(id) FROM row_vectors WHERE fresh")
+        (oldest_fresh,) = await cur.fetchone() or (None,)
+        cur = await conn.execute("SELECT max(id) FROM row_vectors WHERE NOT fresh")
+        (newest_settled,) = await cur.fetchone() or (None,)
+    assert newest_settled is not None and oldest_fresh is not None
+    assert newest_settled < oldest_fresh, "the oldest fresh vectors are settled first"
+
+
+async def test_without_a_graph_a_write_puts_its_vectors_where_the_build_will_find_them(
+    pg_store: PostgresStore, pg_url: str
+) -> None:
+    """During a bulk load there is no HNSW index yet (it is built at the end over every
+    vector that is not fresh): a vector written then must not be left out as fresh."""
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute("DROP INDEX row_vectors_hnsw")
+    await pg_store.write(_rows(0, 4), [])
+    assert await _graph_and_fresh(pg_url) == (4, 0)
