@@ -7,6 +7,7 @@ import json
 import sys
 import textwrap
 import uuid
+from itertools import pairwise
 
 import anyio
 import anyio.abc
@@ -15,7 +16,8 @@ import numpy as np
 import psycopg
 import pytest
 
-from phi.memory.store import PostgresStore, _pg_schema
+from phi.memory.model import Edge
+from phi.memory.store import EmbeddingSpec, PostgresStore, RowFilter, _pg_schema
 from phi.memory.store._pg_schema import (
     BUILD_MEMORY_MAX,
     apply_migrations,
@@ -23,6 +25,7 @@ from phi.memory.store._pg_schema import (
     create_vector_index,
 )
 from tests.memory.conformance import CONFORMANCE_SPEC, make_row, w
+from tests.postgres.test_pg_locality import WIDE, rows_for, run
 
 pytestmark = pytest.mark.anyio
 
@@ -173,3 +176,123 @@ def test_vectors_up_to_460_dimensions_are_kept_in_the_namespace_index() -> None:
     assert _pg_schema.vector_in_index(460)
     assert not _pg_schema.vector_in_index(461)
     assert _pg_schema.vector_in_index(1)
+
+
+# -- the namespace layout (migration 5) ------------------------------------------------------
+
+
+async def _store_with(url: str, spec: EmbeddingSpec, namespaces: int, each: int) -> None:
+    store = PostgresStore(url)
+    await store.connect()
+    try:
+        await store.bind_embedding(spec)
+        await store.write(rows_for(namespaces, each, spec.dimension), [])
+    finally:
+        await store.close()
+
+
+async def test_a_wide_store_from_before_migration_5_keeps_its_vectors_out_of_the_index(
+    pg_url: str,
+) -> None:
+    """A 1,536-d vector does not fit a B-tree entry: upgraded in place, the namespace index
+    of a wide store holds its keys alone (a 4-d store's holds the vectors too)."""
+    await _store_with(pg_url, WIDE, 2, 3)
+    await run(
+        pg_url,
+        "CREATE TABLE rv_keep AS SELECT id, embedding FROM row_vectors",
+        "DROP TABLE row_vectors",
+        "CREATE TABLE row_vectors (id bigint PRIMARY KEY REFERENCES rows (id) ON DELETE"
+        " CASCADE, embedding vector(1536) NOT NULL)",
+        "INSERT INTO row_vectors SELECT id, embedding FROM rv_keep ORDER BY id DESC",
+        "DROP TABLE rv_keep",
+        "DELETE FROM phi_migrations WHERE name = 'm005_namespace_locality'",
+    )
+    store = PostgresStore(pg_url, auto_upgrade=True)
+    await store.connect()
+    try:
+        assert await run(pg_url, _INDEX_COLUMNS) == [(2, 2)]
+        assert await run(pg_url, "SELECT count(namespace) FROM row_vectors") == [(6,)]
+        hits = await store.vector_search(
+            rows_for(2, 3, WIDE.dimension)[1].vector,  # type: ignore[arg-type]
+            RowFilter(namespaces=("ns-01",)),
+            limit=5,
+        )
+        assert len(hits) == 3 and hits[0].score > 0.99
+    finally:
+        await store.close()
+
+
+_INDEX_COLUMNS = (
+    "SELECT i.indnatts, i.indnkeyatts FROM pg_index i"
+    " WHERE i.indexrelid = to_regclass('row_vectors_scope')"
+)
+"""All columns of the namespace index, and its key columns (more: it holds the vectors)."""
+
+
+async def test_laying_out_a_current_table_again_leaves_it_as_it_is(pg_url: str) -> None:
+    """A re-embedding's swap and every open call `create_vector_table` on a table of the
+    current layout: it must not be rebuilt (fresh vectors would silently join nothing)."""
+    await _store_with(pg_url, CONFORMANCE_SPEC, 2, 5)
+    assert await run(pg_url, _INDEX_COLUMNS) == [(3, 2)]
+    before = await run(
+        pg_url,
+        "SELECT 'row_vectors'::regclass::oid, count(*) FILTER (WHERE fresh) FROM row_vectors",
+    )
+    assert before[0][1] == 10
+    async with (
+        await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn,
+        conn.transaction(),
+    ):
+        await _pg_schema.create_vector_table(conn, CONFORMANCE_SPEC.dimension)
+    after = await run(
+        pg_url,
+        "SELECT 'row_vectors'::regclass::oid, count(*) FILTER (WHERE fresh) FROM row_vectors",
+    )
+    assert after == before
+
+
+async def test_clustering_without_a_graph_puts_the_vectors_in_namespace_order_too(
+    pg_url: str,
+) -> None:
+    """Before the HNSW index exists (a bulk load builds it last), the table of vectors is
+    rewritten in namespace order as well, so the build reads it that way."""
+    await _store_with(pg_url, CONFORMANCE_SPEC, 4, 6)
+    order_sql = "SELECT namespace FROM row_vectors ORDER BY ctid"
+    assert [ns for (ns,) in await run(pg_url, order_sql)] != sorted(
+        ns for (ns,) in await run(pg_url, order_sql)
+    )
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await conn.execute("DROP INDEX row_vectors_hnsw")
+        async with conn.transaction():
+            await _pg_schema.cluster(conn)
+    order = [ns for (ns,) in await run(pg_url, order_sql)]
+    assert order == sorted(order) and len(order) == 24
+
+
+async def test_vacuum_marks_the_pages_of_every_scoped_table_all_visible(pg_url: str) -> None:
+    store = PostgresStore(pg_url)
+    await store.connect()
+    try:
+        await store.bind_embedding(CONFORMANCE_SPEC)
+        writes = rows_for(2, 10, CONFORMANCE_SPEC.dimension)
+        chain = [
+            Edge(src=a.row.row_id, dst=b.row.row_id, edge_type="temporal")
+            for a, b in pairwise(writes)
+        ]
+        await store.write(writes, chain)
+    finally:
+        await store.close()
+    visible = (
+        "SELECT relname, relallvisible > 0 FROM pg_class WHERE oid IN ("
+        "'rows'::regclass, 'row_vectors'::regclass, 'row_terms'::regclass, 'edges'::regclass)"
+        " ORDER BY relname"
+    )
+    assert all(not seen for _, seen in await run(pg_url, visible))
+    async with await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as conn:
+        await _pg_schema.vacuum(conn)
+    assert await run(pg_url, visible) == [
+        ("edges", True),
+        ("row_terms", True),
+        ("row_vectors", True),
+        ("rows", True),
+    ]
