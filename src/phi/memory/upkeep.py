@@ -24,7 +24,6 @@ import anyio
 from phi.errors import InvalidInput, StoreError
 from phi.memory.store import store_location
 from phi.memory.store._pg_admin import PostgresAdmin
-from phi.redact import redact_url
 
 __all__ = ["UpkeepReport", "cluster", "settle"]
 
@@ -59,9 +58,10 @@ async def settle(location: str | Path, *, batch: int = 1000) -> UpkeepReport:
     where = store_location(location)
     if isinstance(where, Path):
         return await _sqlite(where)
-    settled = await PostgresAdmin(where, tools=None).settle(batch=batch)
+    admin = PostgresAdmin(where, tools=None)
+    settled = await admin.settle(batch=batch)
     return UpkeepReport(
-        location=redact_url(where),
+        location=admin.location,
         applies=True,
         settled=settled,
         seconds=time.perf_counter() - started,
@@ -79,7 +79,8 @@ async def cluster(location: str | Path) -> UpkeepReport:
     where = store_location(location)
     if isinstance(where, Path):
         return await _sqlite(where)
-    await PostgresAdmin(where, tools=None).cluster()
+    admin = PostgresAdmin(where, tools=None)
+    await admin.cluster()
     return UpkeepReport(
-        location=redact_url(where), applies=True, seconds=time.perf_counter() - started
+        location=admin.location, applies=True, seconds=time.perf_counter() - started
     )
