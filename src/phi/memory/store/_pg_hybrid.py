@@ -1,146 +1,203 @@
-"""One hybrid recall on the PostgreSQL store: every step of `gather_stepwise` on one
-connection, in four round trips where the steps one by one took ten.
+"""One hybrid recall on the PostgreSQL store: `gather_stepwise`'s answer in two round trips.
 
-Each round trip to the server costs a wake-up of its backend and of this process; on a
-machine whose cores are busy that wait, not the SQL, was most of a search. So the
-independent reads go out together in one pipeline (`psycopg`'s pipeline mode):
-- with the dense step: the scope's size, the exact nearest rows (guarded in SQL, so a
-  wide scope reads no vector and goes to the HNSW index in one more trip), the text step
-  (same filter and limit, as `gather_stepwise` asks) and whether any row waits for its
-  vector;
-- with the cosines of the rows the graph reached: their text scores, and the rows of
-  every candidate (`get_rows` asks for those).
-Each step still answers exactly what its own statement would; a step asked for something
-else than what was read ahead runs its own statement.
+At a million rows a scoped search spent three times longer in this process and on the
+wire than in the server: ten statements in five trips, the graph walked one hop a trip,
+and every candidate read whole (with its metadata parsed) where recall reads only its
+content. So:
+- the first trip (a pipeline) sends the scope's size, the exact nearest rows, the text
+  hits (same filter and limit) and whether any row waits for its vector; the hits come
+  with their content and thread;
+- the second trip is one statement (`_walk_sql`): the whole graph walk from the seeds,
+  `hops` deep, in the server, and for every row it reached that no retriever proposed,
+  its cosine, its BM25 under the query's filter, its content and thread.
+Each part answers exactly what `gather_stepwise`'s step would (the conformance suite
+checks the two against each other).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from contextlib import suppress
+from typing import Any, Final
 
-import numpy as np
-import numpy.typing as npt
+import anyio
+import psycopg
 
-from phi.memory.model import Edge, EdgeType, Row
 from phi.memory.store import _pg_queue as queue_sql
 from phi.memory.store import _pg_sql as sql
 from phi.memory.store._pg_schema import Conn
-from phi.memory.store.base import Hit, HybridQuery, HybridSignals, RowFilter, gather_stepwise
+from phi.memory.store._pg_text import BM25_SCORE, weights_cte
+from phi.memory.store.base import Hit, HybridQuery, HybridSignals
 
 __all__ = ["hybrid"]
 
+_EDGE, _REACHED, _TEXT = 0, 1, 2
+"""What a row of `_walk_sql`'s answer is: an edge, a reached row, or a reached row's BM25."""
 
-@dataclass(kw_only=True)
-class _OnConnection:
-    """`HybridSteps` on one connection. The query's vector and terms arrive already in
-    PostgreSQL's form (`vector` text, FTS5 tokens): the steps use those, not their own
-    arguments, which are the same query's. `where` is the query's filter, the one the
-    text scores are read ahead under."""
+TEXT_ALL: Final = 1_000
+"""The text step reads up to this many matching rows (not just the candidates): when that
+is all of them, the BM25 of every row the graph reaches is known without asking again."""
 
-    conn: Conn
-    vector: str
-    tokens: Sequence[str]
-    where: RowFilter
-    _text: dict[tuple[RowFilter, int], list[Hit]] = field(default_factory=dict)
-    """Text hits read ahead with the dense step, by filter and limit."""
-    _text_scores: dict[frozenset[str], dict[str, float]] = field(default_factory=dict)
-    """Text scores under `where` read ahead with the cosines, by the ids asked."""
-    _rows: dict[str, Row] = field(default_factory=dict)
-    _rows_asked: frozenset[str] = frozenset()
-    """Rows read ahead with the cosines, and the ids they were read for."""
-    _waiting: bool | None = None
-    """Whether any row waited for its vector (read with the dense step)."""
-    _seen: set[str] = field(default_factory=set)
-    """Row ids of the dense and text hits so far: candidates `get_rows` will ask for."""
 
-    async def vector_search(
-        self, vector: npt.NDArray[np.float32], where: RowFilter, *, limit: int
-    ) -> list[Hit]:
-        count, count_params = sql.scope_sql(where)
-        text = bool(self.tokens) and limit > 0
-        async with self.conn.pipeline():
-            scope_cur = await self.conn.execute(count, count_params)
-            exact_cur = await self.conn.execute(
-                *sql.exact_sql(where, limit, self.vector, guarded=True)
+GENERIC: Final = "SET plan_cache_mode = force_generic_plan"
+CUSTOM: Final = "RESET plan_cache_mode"
+"""Around the text step and the walk: their plans do not depend on the values asked, and
+planning them anew for each query (as PostgreSQL does while a prepared statement's custom
+plans look cheaper) cost more than running them (1.5 ms of 3.5 for the text step at 1M
+rows). Session-wide, so `hybrid` sets it back whatever happens."""
+
+
+def _walk_sql(query: HybridQuery, text: bool) -> tuple[str, dict[str, Any]]:
+    """The graph within `query.hops` of the seeds (`%(seeds)s`, row keys), walked as
+    `gather_stepwise` walks it: each hop the edges of the frontier, then the rows those
+    edges reached that no hop started from. Its rows: `(_EDGE, src, dst)`; `(_REACHED,
+    row_id, cosine or NULL, content, thread)` for each reached row whose key is not in
+    `%(known)s`; and with `text`, `(_TEXT, row_id, bm25)` for those that match under the
+    query's filter."""
+    typed = " AND type = ANY(%(types)s)" if query.graph_types else ""
+    ctes = ["f1 AS (SELECT unnest(%(seeds)s::bigint[]) AS id)"]
+    for hop in range(1, query.hops + 1):
+        ctes.append(
+            f"e{hop} AS (SELECT src, dst FROM edges WHERE src IN (SELECT id FROM f{hop}){typed}"
+            f" UNION SELECT src, dst FROM edges WHERE dst IN (SELECT id FROM f{hop}){typed})"
+        )
+        if hop < query.hops:
+            ends = " UNION ".join(
+                f"SELECT src AS id FROM e{i} UNION SELECT dst FROM e{i}" for i in range(1, hop + 1)
             )
-            text_cur = (
-                await self.conn.execute(*sql.bm25_sql(self.tokens, where, limit=limit))
-                if text
-                else None
-            )
-            queue_cur = await self.conn.execute("SELECT EXISTS (SELECT 1 FROM embed_queue)")
-            (scope,) = await scope_cur.fetchone() or (0,)
-            exact = sql.hits_from(await exact_cur.fetchall())
-            self._text[where, limit] = (
-                sql.hits_from(await text_cur.fetchall()) if text_cur is not None else []
-            )
-            (waiting,) = await queue_cur.fetchone() or (False,)
-            self._waiting = bool(waiting)
-        if scope > sql.EXACT_MAX:
-            exact = await sql.knn_indexed(self.conn, self.vector, where, limit)
-        self._seen |= {h.row_id for h in exact}
-        return exact
-
-    async def text_search(self, terms: Sequence[str], where: RowFilter, *, limit: int) -> list[Hit]:
-        found = self._text.pop((where, limit), None)
-        if found is None:
-            found = await sql.bm25(self.conn, self.tokens, where, limit=limit)
-        self._seen |= {h.row_id for h in found}
-        return found
-
-    async def edges(
-        self, row_ids: Sequence[str], *, types: Sequence[EdgeType] | None = None
-    ) -> list[Edge]:
-        return await sql.select_edges(self.conn, row_ids, types)
-
-    async def vector_scores(
-        self, vector: npt.NDArray[np.float32], row_ids: Sequence[str]
-    ) -> dict[str, float]:
-        """The cosines of `row_ids` (rows the graph reached), read with their text scores
-        under `where` and the rows of every candidate so far, in one round trip."""
-        ids = list(set(row_ids))
-        asked = frozenset(self._seen | set(ids))
-        async with self.conn.pipeline():
-            cos_cur = await self.conn.execute(sql.COSINE_SQL, (self.vector, ids))
-            text_cur = (
-                await self.conn.execute(
-                    *sql.bm25_sql(self.tokens, self.where, limit=None, row_ids=ids)
-                )
-                if self.tokens
-                else None
-            )
-            rows_cur = await self.conn.execute(sql.SELECT_ROWS_SQL, (list(asked),))
-            scores = {i: float(s) for i, s in await cos_cur.fetchall()}
-            found = sql.hits_from(await text_cur.fetchall()) if text_cur is not None else []
-            self._text_scores[frozenset(ids)] = {h.row_id: h.score for h in found}
-            self._rows = {row.row_id: row for row in map(sql.row_from, await rows_cur.fetchall())}
-            self._rows_asked = asked
-        return scores
-
-    async def text_scores(
-        self, terms: Sequence[str], row_ids: Sequence[str], where: RowFilter
-    ) -> dict[str, float]:
-        read = self._text_scores.pop(frozenset(row_ids), None) if where == self.where else None
-        if read is not None:
-            return read
-        hits = await sql.bm25(self.conn, self.tokens, where, limit=None, row_ids=row_ids)
-        return {h.row_id: h.score for h in hits}
-
-    async def get_rows(self, row_ids: Sequence[str]) -> list[Row]:
-        if set(row_ids) <= self._rows_asked:
-            return [self._rows[i] for i in row_ids if i in self._rows]
-        return await sql.select_rows(self.conn, row_ids)
-
-    async def count_unembedded(self, where: RowFilter) -> int:
-        if self._waiting is False:
-            return 0
-        return await queue_sql.count_unembedded(self.conn, where)
+            starts = " UNION ".join(f"SELECT id FROM f{i}" for i in range(1, hop + 1))
+            ctes.append(f"f{hop + 1} AS ({ends} EXCEPT ({starts}))")
+    edges = " UNION ".join(f"SELECT src, dst FROM e{hop}" for hop in range(1, query.hops + 1))
+    ctes += [
+        f"a AS ({edges})",
+        "n AS (SELECT r.id, r.row_id, r.content, r.thread FROM rows r"
+        " WHERE r.id IN (SELECT src FROM a UNION SELECT dst FROM a))",
+        "x AS (SELECT * FROM n WHERE NOT n.id = ANY(%(known)s::bigint[]))",
+    ]
+    parts = [
+        f"SELECT {_EDGE}, sn.row_id, dn.row_id, NULL::float8, NULL::text, NULL::text"
+        " FROM a JOIN n sn ON sn.id = a.src JOIN n dn ON dn.id = a.dst",
+        f"SELECT {_REACHED}, x.row_id, NULL, 1 - (v.embedding <=> %(q)s::vector), x.content,"
+        " x.thread FROM x LEFT JOIN row_vectors v ON v.id = x.id",
+    ]
+    params: dict[str, Any] = {}
+    if text:
+        cond, params = sql.where_sql(query.where)
+        scope = " AND t.namespace = ANY(%(w_namespace)s)" if query.where.namespaces else ""
+        ctes.append(weights_cte())
+        parts.append(
+            f"SELECT {_TEXT}, r.row_id, NULL, {BM25_SCORE}, NULL, NULL"
+            f" FROM w JOIN row_terms t ON t.term = w.term{scope}"
+            " AND t.id IN (SELECT id FROM x)"
+            f" JOIN rows r ON r.id = t.id CROSS JOIN s WHERE {cond} GROUP BY r.id, r.row_id"
+        )
+    return "WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(parts), params | {
+        "types": list(query.graph_types)
+    }
 
 
 async def hybrid(
     conn: Conn, query: HybridQuery, vector: str, tokens: Sequence[str]
 ) -> HybridSignals:
-    """`Store.hybrid`: `gather_stepwise` with its steps on `conn`."""
-    steps = _OnConnection(conn=conn, vector=vector, tokens=tokens, where=query.where)
-    return await gather_stepwise(steps, query)
+    """`Store.hybrid`: what `gather_stepwise` answers, read on `conn` in two round trips
+    (three when the scope is wider than `sql.EXACT_MAX`, and one more when rows wait for
+    their vectors)."""
+    try:
+        return await _hybrid(conn, query, vector, tokens)
+    except BaseException:
+        with anyio.CancelScope(shield=True), suppress(psycopg.Error):
+            await conn.execute(CUSTOM)  # a broken connection: the pool drops it
+        raise
+
+
+async def _hybrid(
+    conn: Conn, query: HybridQuery, vector: str, tokens: Sequence[str]
+) -> HybridSignals:
+    where, limit = query.where, query.candidates
+    wanted = max(limit, TEXT_ALL)
+    async with conn.pipeline():
+        scope_cur = await conn.execute(*sql.scope_sql(where))
+        dense_cur = await conn.execute(
+            *sql.exact_sql(where, limit, vector, guarded=True, texts=True)
+        )
+        text_cur = None
+        if tokens:
+            await conn.execute(GENERIC)
+            text_cur = await conn.execute(*sql.bm25_sql(tokens, where, limit=wanted, texts=True))
+            await conn.execute(CUSTOM)
+        queue_cur = await conn.execute("SELECT EXISTS (SELECT 1 FROM embed_queue)")
+        (scope,) = await scope_cur.fetchone() or (0,)
+        dense_found = await dense_cur.fetchall()
+        text_found = await text_cur.fetchall() if text_cur is not None else []
+        (waiting,) = await queue_cur.fetchone() or (False,)
+    found = [*dense_found, *text_found]
+    texts = {i: (content, thread) for i, _, content, thread, _ in found}
+    keys = {i: key for i, _, _, _, key in found}
+    dense = sql.hits_from([(i, s) for i, s, *_ in dense_found])
+    if scope > sql.EXACT_MAX:
+        dense = await sql.knn_indexed(conn, vector, where, limit)
+    text_hits = sql.hits_from([(i, s) for i, s, *_ in text_found[:limit]])
+    # Every matching row's BM25, when the text step read them all: the reached rows' too.
+    every_match = {i: float(s) for i, s, *_ in text_found} if len(text_found) < wanted else None
+    from_dense = frozenset(h.row_id for h in dense)
+    from_text = frozenset(h.row_id for h in text_hits)
+    seeds = list(query.seeds(dense, text_hits)) if query.graph_types and query.hops > 0 else []
+    adjacency: dict[str, set[str]] = {}
+    if seeds:
+        missing = [i for i in {*seeds, *from_dense} if i not in keys]  # from the HNSW index
+        keys |= await sql.internal_ids(conn, missing) if missing else {}
+        statement, params = _walk_sql(query, bool(tokens) and every_match is None)
+        async with conn.pipeline():
+            await conn.execute(GENERIC)
+            cur = await conn.execute(
+                statement,
+                params
+                | {
+                    "seeds": [keys[i] for i in seeds if i in keys],
+                    "known": [keys[i] for i in from_dense | from_text if i in keys],
+                    "q": vector,
+                    "terms": list(tokens),
+                },
+            )
+            await conn.execute(CUSTOM)
+            walked = await cur.fetchall()
+        cosines: dict[str, float] = {}
+        matched: dict[str, float] = {}
+        for kind, a, b, score, content, thread in walked:
+            if kind == _EDGE:
+                adjacency.setdefault(a, set()).add(b)
+                adjacency.setdefault(b, set()).add(a)
+            elif kind == _REACHED:
+                texts[a] = (content, thread)
+                if score is not None:
+                    cosines[a] = float(score)
+                if every_match is not None and a in every_match:
+                    matched[a] = every_match[a]
+            else:
+                matched[a] = float(score)
+        dense = _merged(dense, cosines)
+        text_hits = _merged(text_hits, matched)
+    hits = list(dict.fromkeys(h.row_id for h in [*dense, *text_hits]))
+    unread = [i for i in hits if i not in texts]  # dense hits of the HNSW index
+    if unread:
+        cur = await conn.execute(
+            "SELECT row_id, content, thread FROM rows WHERE row_id = ANY(%s)", (unread,)
+        )
+        texts |= {i: (content, thread) for i, content, thread in await cur.fetchall()}
+    return HybridSignals(
+        dense=dense,
+        text=text_hits,
+        from_dense=from_dense,
+        from_text=from_text,
+        adjacency={k: sorted(v) for k, v in adjacency.items()},
+        contents={i: texts[i][0] for i in hits if i in texts},
+        threads={i: t for i in hits if i in texts and (t := texts[i][1])},
+        unembedded=await queue_sql.count_unembedded(conn, where) if waiting else 0,
+    )
+
+
+def _merged(hits: list[Hit], scores: dict[str, float]) -> list[Hit]:
+    """`hits`, then the scores of rows not among them, in row id order (the order
+    `gather_stepwise` asks for them in)."""
+    known = {h.row_id for h in hits}
+    return hits + [Hit(row_id=i, score=scores[i]) for i in sorted(scores) if i not in known]

@@ -9,6 +9,7 @@ connection and transaction each runs in. Writes live in `_pg_write`, the ledger'
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -174,25 +175,50 @@ def scope_sql(where: RowFilter) -> tuple[str, dict[str, Any]]:
 
 
 def exact_sql(
-    where: RowFilter, k: int, vector: str, *, guarded: bool
+    where: RowFilter, k: int, vector: str, *, guarded: bool, texts: bool = False
 ) -> tuple[str, dict[str, Any]]:
-    """The exact nearest rows within `where`. Ordered by similarity, not by the indexed
-    distance: the planner cannot pick the approximate index for it. The namespace is asked
-    of the vectors too: their scope index holds a namespace's vectors together
+    """The exact nearest rows within `where`, best first: `(row_id, score)`, and with
+    `texts` the row's content, thread and key (`rows.id`) too. Ordered by similarity, not
+    by the indexed distance: the planner cannot pick the approximate index for it. The
+    namespace is asked of the vectors too: their scope index holds a namespace's vectors together
     (`_pg_schema.VECTOR_IN_INDEX_MAX`, `_pg_schema.cluster`). `guarded`: answer nothing
     when the scope is wider than `EXACT_MAX` (checked before any vector is read), so the
-    statement can be sent beside `scope_sql`'s in one round trip."""
+    statement can be sent beside `scope_sql`'s in one round trip.
+
+    A namespace scope filtered by status alone is read vectors first (`_nearest_first`)."""
     cond, params = where_sql(where)
-    on_vectors = " AND v.namespace = ANY(%(w_namespace)s)" if where.namespaces else ""
+    params |= {"q": vector, "k": k}
     guard = ""
     if guarded:
         count, _ = scope_sql(where)
         guard = f" AND ({count}) <= {EXACT_MAX}"
+    extra = ", r.content, r.thread, r.id" if texts else ""
+    if where.namespaces and replace(where, namespaces=None, statuses=None) == RowFilter(
+        statuses=None
+    ):
+        rest, _ = where_sql(replace(where, namespaces=None))
+        return _nearest_first(rest, guard, extra), params
+    on_vectors = " AND v.namespace = ANY(%(w_namespace)s)" if where.namespaces else ""
     return (
-        "SELECT r.row_id, 1 - (v.embedding <=> %(q)s::vector) AS score FROM row_vectors v"
+        f"SELECT r.row_id, 1 - (v.embedding <=> %(q)s::vector) AS score{extra} FROM row_vectors v"
         f" JOIN rows r ON r.id = v.id{on_vectors} WHERE {cond}{guard}"
         " ORDER BY score DESC, r.id LIMIT %(k)s",
-        params | {"q": vector, "k": k},
+        params,
+    )
+
+
+def _nearest_first(rest: str, guard: str, extra: str) -> str:
+    """`exact_sql` for a namespace scope filtered by status alone: the namespace's vectors
+    scored and sorted from its scope index alone (`near`), then their rows looked up by key
+    in that order, each checked against the status, until `k` pass. Looking up ~k rows by
+    key costs less than joining every row of the namespace to its vector; the planner
+    (PostgreSQL 17 on) knows `near`'s order and sorts nothing after the lookups."""
+    return (
+        "WITH near AS MATERIALIZED (SELECT v.id, 1 - (v.embedding <=> %(q)s::vector) AS score"
+        f" FROM row_vectors v WHERE v.namespace = ANY(%(w_namespace)s){guard}"
+        " ORDER BY score DESC, v.id)"
+        f" SELECT r.row_id, near.score{extra} FROM near JOIN rows r ON r.id = near.id"
+        f" WHERE {rest} ORDER BY near.score DESC, near.id LIMIT %(k)s"
     )
 
 
@@ -260,8 +286,10 @@ def bm25_sql(
     *,
     limit: int | None,
     row_ids: Sequence[str] | None = None,
+    texts: bool = False,
 ) -> tuple[str, dict[str, Any]]:
-    """`bm25`'s statement and parameters (`tokens` not empty)."""
+    """`bm25`'s statement and parameters (`tokens` not empty); with `texts` each hit's
+    content, thread and key (`rows.id`) follow its score."""
     cond, params = where_sql(where)
     # The namespace inside the postings' key, so a scoped query reads only its postings.
     scope = " AND t.namespace = ANY(%(w_namespace)s)" if where.namespaces is not None else ""
@@ -273,7 +301,8 @@ def bm25_sql(
     params |= {"terms": list(tokens), "ids": list(row_ids or ()), "limit": limit}
     return (
         f"WITH {weights_cte()} SELECT r.row_id, {BM25_SCORE} AS score"
-        f" FROM w JOIN row_terms t ON t.term = w.term{scope}{chosen}"
+        + (", r.content, r.thread, r.id" if texts else "")
+        + f" FROM w JOIN row_terms t ON t.term = w.term{scope}{chosen}"
         f" JOIN rows r ON r.id = t.id CROSS JOIN s WHERE {cond}"
         " GROUP BY r.id, r.row_id ORDER BY score DESC, r.id LIMIT %(limit)s",
         params,
