@@ -17,11 +17,8 @@ checks the two against each other).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any, Final
-
-import anyio
-import psycopg
 
 from phi.memory.store import _pg_queue as queue_sql
 from phi.memory.store import _pg_sql as sql
@@ -37,14 +34,6 @@ _EDGE, _REACHED, _TEXT = 0, 1, 2
 TEXT_ALL: Final = 1_000
 """The text step reads up to this many matching rows (not just the candidates): when that
 is all of them, the BM25 of every row the graph reaches is known without asking again."""
-
-
-GENERIC: Final = "SET plan_cache_mode = force_generic_plan"
-CUSTOM: Final = "RESET plan_cache_mode"
-"""Around the text step and the walk: their plans do not depend on the values asked, and
-planning them anew for each query (as PostgreSQL does while a prepared statement's custom
-plans look cheaper) cost more than running them (1.5 ms of 3.5 for the text step at 1M
-rows). Session-wide, so `hybrid` sets it back whatever happens."""
 
 
 def _walk_sql(query: HybridQuery, text: bool) -> tuple[str, dict[str, Any]]:
@@ -105,79 +94,127 @@ async def hybrid(
     try:
         return await _hybrid(conn, query, vector, tokens)
     except BaseException:
-        with anyio.CancelScope(shield=True), suppress(psycopg.Error):
-            await conn.execute(CUSTOM)  # a broken connection: the pool drops it
+        await sql.reset_plans(conn)
         raise
 
 
-async def _hybrid(
+@dataclass(kw_only=True)
+class _Candidates:
+    """The first trip's answer: what the retrievers proposed, and what came with it."""
+
+    dense: list[Hit]
+    text: list[Hit]
+    texts: dict[str, tuple[str, str | None]]
+    """Content and thread of every row read so far."""
+    keys: dict[str, int]
+    """`rows.id` of the rows read so far (the walk starts from keys)."""
+    every_match: dict[str, float] | None
+    """The BM25 of every row matching the query under its filter, when the text step read
+    them all; `None` when there were more."""
+    waiting: bool
+
+
+async def _candidates(
     conn: Conn, query: HybridQuery, vector: str, tokens: Sequence[str]
-) -> HybridSignals:
+) -> _Candidates:
+    """The first trip: scope size, exact nearest rows, text hits and the queue, in one
+    pipeline; then the HNSW index, when the scope is wider than `sql.EXACT_MAX`."""
     where, limit = query.where, query.candidates
     wanted = max(limit, TEXT_ALL)
     async with conn.pipeline():
         scope_cur = await conn.execute(*sql.scope_sql(where))
+        # Generic plans (`sql.GENERIC`) for a vectors-first exact step and the text step.
+        vectors_first = sql.nearest_first(where)
+        if vectors_first:
+            await conn.execute(sql.GENERIC)
         dense_cur = await conn.execute(
             *sql.exact_sql(where, limit, vector, guarded=True, texts=True)
         )
         text_cur = None
         if tokens:
-            await conn.execute(GENERIC)
+            if not vectors_first:
+                await conn.execute(sql.GENERIC)
             text_cur = await conn.execute(*sql.bm25_sql(tokens, where, limit=wanted, texts=True))
-            await conn.execute(CUSTOM)
+        if vectors_first or tokens:
+            await conn.execute(sql.CUSTOM)
         queue_cur = await conn.execute("SELECT EXISTS (SELECT 1 FROM embed_queue)")
         (scope,) = await scope_cur.fetchone() or (0,)
         dense_found = await dense_cur.fetchall()
         text_found = await text_cur.fetchall() if text_cur is not None else []
         (waiting,) = await queue_cur.fetchone() or (False,)
     found = [*dense_found, *text_found]
-    texts = {i: (content, thread) for i, _, content, thread, _ in found}
-    keys = {i: key for i, _, _, _, key in found}
     dense = sql.hits_from([(i, s) for i, s, *_ in dense_found])
     if scope > sql.EXACT_MAX:
         dense = await sql.knn_indexed(conn, vector, where, limit)
-    text_hits = sql.hits_from([(i, s) for i, s, *_ in text_found[:limit]])
-    # Every matching row's BM25, when the text step read them all: the reached rows' too.
-    every_match = {i: float(s) for i, s, *_ in text_found} if len(text_found) < wanted else None
-    from_dense = frozenset(h.row_id for h in dense)
-    from_text = frozenset(h.row_id for h in text_hits)
-    seeds = list(query.seeds(dense, text_hits)) if query.graph_types and query.hops > 0 else []
+    return _Candidates(
+        dense=dense,
+        text=sql.hits_from([(i, s) for i, s, *_ in text_found[:limit]]),
+        texts={i: (content, thread) for i, _, content, thread, _ in found},
+        keys={i: key for i, *_, key in found},
+        every_match=(
+            {i: float(s) for i, s, *_ in text_found} if len(text_found) < wanted else None
+        ),
+        waiting=bool(waiting),
+    )
+
+
+async def _walk(
+    conn: Conn,
+    query: HybridQuery,
+    vector: str,
+    tokens: Sequence[str],
+    found: _Candidates,
+    seeds: Sequence[str],
+) -> tuple[dict[str, set[str]], dict[str, float], dict[str, float]]:
+    """The second trip: the graph walk from `seeds` (`_walk_sql`). Its adjacency, and the
+    cosines and BM25 of the rows it reached that no retriever proposed (their content and
+    thread go into `found.texts`)."""
+    proposed = {h.row_id for h in [*found.dense, *found.text]}
+    missing = [i for i in {*seeds, *proposed} if i not in found.keys]  # from the HNSW index
+    keys = found.keys | (await sql.internal_ids(conn, missing) if missing else {})
+    statement, params = _walk_sql(query, bool(tokens) and found.every_match is None)
+    params |= {
+        "seeds": [keys[i] for i in seeds if i in keys],
+        "known": [keys[i] for i in proposed if i in keys],
+        "q": vector,
+        "terms": list(tokens),
+    }
+    async with conn.pipeline():
+        await conn.execute(sql.GENERIC)
+        cur = await conn.execute(statement, params)
+        await conn.execute(sql.CUSTOM)
+        walked = await cur.fetchall()
+    adjacency: dict[str, set[str]] = {}
+    cosines: dict[str, float] = {}
+    matched: dict[str, float] = {}
+    every_match = found.every_match or {}
+    for kind, a, b, score, content, thread in walked:
+        if kind == _EDGE:
+            adjacency.setdefault(a, set()).add(b)
+            adjacency.setdefault(b, set()).add(a)
+        elif kind == _REACHED:
+            found.texts[a] = (content, thread)
+            if score is not None:
+                cosines[a] = float(score)
+            if a in every_match:
+                matched[a] = every_match[a]
+        else:
+            matched[a] = float(score)
+    return adjacency, cosines, matched
+
+
+async def _hybrid(
+    conn: Conn, query: HybridQuery, vector: str, tokens: Sequence[str]
+) -> HybridSignals:
+    found = await _candidates(conn, query, vector, tokens)
+    dense, text = found.dense, found.text
+    seeds = list(query.seeds(dense, text)) if query.graph_types and query.hops > 0 else []
     adjacency: dict[str, set[str]] = {}
     if seeds:
-        missing = [i for i in {*seeds, *from_dense} if i not in keys]  # from the HNSW index
-        keys |= await sql.internal_ids(conn, missing) if missing else {}
-        statement, params = _walk_sql(query, bool(tokens) and every_match is None)
-        async with conn.pipeline():
-            await conn.execute(GENERIC)
-            cur = await conn.execute(
-                statement,
-                params
-                | {
-                    "seeds": [keys[i] for i in seeds if i in keys],
-                    "known": [keys[i] for i in from_dense | from_text if i in keys],
-                    "q": vector,
-                    "terms": list(tokens),
-                },
-            )
-            await conn.execute(CUSTOM)
-            walked = await cur.fetchall()
-        cosines: dict[str, float] = {}
-        matched: dict[str, float] = {}
-        for kind, a, b, score, content, thread in walked:
-            if kind == _EDGE:
-                adjacency.setdefault(a, set()).add(b)
-                adjacency.setdefault(b, set()).add(a)
-            elif kind == _REACHED:
-                texts[a] = (content, thread)
-                if score is not None:
-                    cosines[a] = float(score)
-                if every_match is not None and a in every_match:
-                    matched[a] = every_match[a]
-            else:
-                matched[a] = float(score)
-        dense = _merged(dense, cosines)
-        text_hits = _merged(text_hits, matched)
-    hits = list(dict.fromkeys(h.row_id for h in [*dense, *text_hits]))
+        adjacency, cosines, matched = await _walk(conn, query, vector, tokens, found, seeds)
+        dense, text = _merged(dense, cosines), _merged(text, matched)
+    hits = list(dict.fromkeys(h.row_id for h in [*dense, *text]))
+    texts = found.texts
     unread = [i for i in hits if i not in texts]  # dense hits of the HNSW index
     if unread:
         cur = await conn.execute(
@@ -186,13 +223,13 @@ async def _hybrid(
         texts |= {i: (content, thread) for i, content, thread in await cur.fetchall()}
     return HybridSignals(
         dense=dense,
-        text=text_hits,
-        from_dense=from_dense,
-        from_text=from_text,
+        text=text,
+        from_dense=frozenset(h.row_id for h in found.dense),
+        from_text=frozenset(h.row_id for h in found.text),
         adjacency={k: sorted(v) for k, v in adjacency.items()},
         contents={i: texts[i][0] for i in hits if i in texts},
         threads={i: t for i in hits if i in texts and (t := texts[i][1])},
-        unembedded=await queue_sql.count_unembedded(conn, where) if waiting else 0,
+        unembedded=(await queue_sql.count_unembedded(conn, query.where) if found.waiting else 0),
     )
 
 
