@@ -1,15 +1,17 @@
 """One hybrid recall on the PostgreSQL store: `gather_stepwise`'s answer in two round trips.
 
-At a million rows a scoped search spent three times longer in this process and on the
-wire than in the server: ten statements in five trips, the graph walked one hop a trip,
-and every candidate read whole (with its metadata parsed) where recall reads only its
-content. So:
-- the first trip (a pipeline) sends the scope's size, the exact nearest rows, the text
-  hits (same filter and limit) and whether any row waits for its vector; the hits come
-  with their content and thread;
+At a million rows a scoped search spent more time in this process and on the wire than in
+the server: ten statements in five trips, the graph walked one hop a trip, every
+candidate read whole (its metadata parsed) where recall reads only its content, and the
+text step planned anew each time. So:
+- the first trip (a pipeline) sends the exact nearest rows (guarded: a scope too wide for
+  an exact search answers nothing, and only then is it counted), every row matching the
+  query's words with its BM25 (up to `TEXT_ALL`) and whether any row waits for its
+  vector; the hits come with their content, thread and key;
 - the second trip is one statement (`_walk_sql`): the whole graph walk from the seeds,
   `hops` deep, in the server, and for every row it reached that no retriever proposed,
-  its cosine, its BM25 under the query's filter, its content and thread.
+  its cosine, content and thread (and its BM25, when the first trip could not read every
+  match).
 Each part answers exactly what `gather_stepwise`'s step would (the conformance suite
 checks the two against each other).
 """
@@ -24,7 +26,7 @@ from phi.memory.store import _pg_queue as queue_sql
 from phi.memory.store import _pg_sql as sql
 from phi.memory.store._pg_schema import Conn
 from phi.memory.store._pg_text import BM25_SCORE, weights_cte
-from phi.memory.store.base import Hit, HybridQuery, HybridSignals
+from phi.memory.store.base import Hit, HybridQuery, HybridSignals, RowFilter
 
 __all__ = ["hybrid"]
 
@@ -39,10 +41,10 @@ is all of them, the BM25 of every row the graph reaches is known without asking 
 def _walk_sql(query: HybridQuery, text: bool) -> tuple[str, dict[str, Any]]:
     """The graph within `query.hops` of the seeds (`%(seeds)s`, row keys), walked as
     `gather_stepwise` walks it: each hop the edges of the frontier, then the rows those
-    edges reached that no hop started from. Its rows: `(_EDGE, src, dst)`; `(_REACHED,
-    row_id, cosine or NULL, content, thread)` for each reached row whose key is not in
-    `%(known)s`; and with `text`, `(_TEXT, row_id, bm25)` for those that match under the
-    query's filter."""
+    edges reached that no hop started from. Its rows, keys first: `(_EDGE, src, dst)`;
+    `(_REACHED, key, -, row_id, cosine or NULL, content, thread)` for each reached row whose
+    key is not in `%(known)s` (the caller knows those); and with `text`, `(_TEXT, key, -,
+    row_id, bm25)` for those that match under the query's filter."""
     typed = " AND type = ANY(%(types)s)" if query.graph_types else ""
     ctes = ["f1 AS (SELECT unnest(%(seeds)s::bigint[]) AS id)"]
     for hop in range(1, query.hops + 1):
@@ -59,15 +61,14 @@ def _walk_sql(query: HybridQuery, text: bool) -> tuple[str, dict[str, Any]]:
     edges = " UNION ".join(f"SELECT src, dst FROM e{hop}" for hop in range(1, query.hops + 1))
     ctes += [
         f"a AS ({edges})",
-        "n AS (SELECT r.id, r.row_id, r.content, r.thread FROM rows r"
-        " WHERE r.id IN (SELECT src FROM a UNION SELECT dst FROM a))",
-        "x AS (SELECT * FROM n WHERE NOT n.id = ANY(%(known)s::bigint[]))",
+        "x AS (SELECT r.id, r.row_id, r.content, r.thread FROM rows r WHERE r.id IN"
+        " (SELECT u.id FROM (SELECT src AS id FROM a UNION SELECT dst FROM a) u"
+        " WHERE NOT u.id = ANY(%(known)s::bigint[])))",
     ]
     parts = [
-        f"SELECT {_EDGE}, sn.row_id, dn.row_id, NULL::float8, NULL::text, NULL::text"
-        " FROM a JOIN n sn ON sn.id = a.src JOIN n dn ON dn.id = a.dst",
-        f"SELECT {_REACHED}, x.row_id, NULL, 1 - (v.embedding <=> %(q)s::vector), x.content,"
-        " x.thread FROM x LEFT JOIN row_vectors v ON v.id = x.id",
+        f"SELECT {_EDGE}, a.src, a.dst, NULL::text, NULL::float8, NULL::text, NULL::text FROM a",
+        f"SELECT {_REACHED}, x.id, NULL, x.row_id, 1 - (v.embedding <=> %(q)s::vector),"
+        " x.content, x.thread FROM x LEFT JOIN row_vectors v ON v.id = x.id",
     ]
     params: dict[str, Any] = {}
     if text:
@@ -75,7 +76,7 @@ def _walk_sql(query: HybridQuery, text: bool) -> tuple[str, dict[str, Any]]:
         scope = " AND t.namespace = ANY(%(w_namespace)s)" if query.where.namespaces else ""
         ctes.append(weights_cte())
         parts.append(
-            f"SELECT {_TEXT}, r.row_id, NULL, {BM25_SCORE}, NULL, NULL"
+            f"SELECT {_TEXT}, r.id, NULL, r.row_id, {BM25_SCORE}, NULL, NULL"
             f" FROM w JOIN row_terms t ON t.term = w.term{scope}"
             " AND t.id IN (SELECT id FROM x)"
             f" JOIN rows r ON r.id = t.id CROSS JOIN s WHERE {cond} GROUP BY r.id, r.row_id"
@@ -117,12 +118,11 @@ class _Candidates:
 async def _candidates(
     conn: Conn, query: HybridQuery, vector: str, tokens: Sequence[str]
 ) -> _Candidates:
-    """The first trip: scope size, exact nearest rows, text hits and the queue, in one
-    pipeline; then the HNSW index, when the scope is wider than `sql.EXACT_MAX`."""
+    """The first trip: exact nearest rows, text hits and the queue, in one pipeline; then
+    the HNSW index, when the scope is wider than `sql.EXACT_MAX`."""
     where, limit = query.where, query.candidates
     wanted = max(limit, TEXT_ALL)
     async with conn.pipeline():
-        scope_cur = await conn.execute(*sql.scope_sql(where))
         # Generic plans (`sql.GENERIC`) for a vectors-first exact step and the text step.
         vectors_first = sql.nearest_first(where)
         if vectors_first:
@@ -138,13 +138,12 @@ async def _candidates(
         if vectors_first or tokens:
             await conn.execute(sql.CUSTOM)
         queue_cur = await conn.execute("SELECT EXISTS (SELECT 1 FROM embed_queue)")
-        (scope,) = await scope_cur.fetchone() or (0,)
         dense_found = await dense_cur.fetchall()
         text_found = await text_cur.fetchall() if text_cur is not None else []
         (waiting,) = await queue_cur.fetchone() or (False,)
     found = [*dense_found, *text_found]
     dense = sql.hits_from([(i, s) for i, s, *_ in dense_found])
-    if scope > sql.EXACT_MAX:
+    if not dense and limit > 0 and await _scope(conn, query.where) > sql.EXACT_MAX:
         dense = await sql.knn_indexed(conn, vector, where, limit)
     return _Candidates(
         dense=dense,
@@ -156,6 +155,14 @@ async def _candidates(
         ),
         waiting=bool(waiting),
     )
+
+
+async def _scope(conn: Conn, where: RowFilter) -> int:
+    """How many rows `where` admits, up to `sql.EXACT_MAX + 1`: asked only when the guarded
+    exact search answered nothing (a scope too wide for it, or one without vectors)."""
+    cur = await conn.execute(*sql.scope_sql(where))
+    (scope,) = await cur.fetchone() or (0,)
+    return int(scope)
 
 
 async def _walk(
@@ -184,22 +191,29 @@ async def _walk(
         cur = await conn.execute(statement, params)
         await conn.execute(sql.CUSTOM)
         walked = await cur.fetchall()
-    adjacency: dict[str, set[str]] = {}
+    named = {key: i for i, key in keys.items()}
+    edges: list[tuple[int, int]] = []
     cosines: dict[str, float] = {}
     matched: dict[str, float] = {}
     every_match = found.every_match or {}
-    for kind, a, b, score, content, thread in walked:
+    for kind, a, b, row_id, score, content, thread in walked:
         if kind == _EDGE:
-            adjacency.setdefault(a, set()).add(b)
-            adjacency.setdefault(b, set()).add(a)
-        elif kind == _REACHED:
-            found.texts[a] = (content, thread)
+            edges.append((a, b))
+            continue
+        named[a] = row_id
+        if kind == _REACHED:
+            found.texts[row_id] = (content, thread)
             if score is not None:
-                cosines[a] = float(score)
-            if a in every_match:
-                matched[a] = every_match[a]
+                cosines[row_id] = float(score)
+            if row_id in every_match:
+                matched[row_id] = every_match[row_id]
         else:
-            matched[a] = float(score)
+            matched[row_id] = float(score)
+    adjacency: dict[str, set[str]] = {}
+    for a, b in edges:
+        if a in named and b in named:
+            adjacency.setdefault(named[a], set()).add(named[b])
+            adjacency.setdefault(named[b], set()).add(named[a])
     return adjacency, cosines, matched
 
 
