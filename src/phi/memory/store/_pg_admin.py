@@ -70,8 +70,10 @@ class PostgresAdmin:
                 self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S
             )
         except psycopg.Error as exc:
+            # psycopg's refusal spans lines (a hint on the second): the CLI says one.
+            reason = " ".join(str(exc).split())
             raise StoreError(
-                f"cannot open the PostgreSQL store at {self.location!r}: {exc}"
+                f"cannot open the PostgreSQL store at {self.location!r}: {reason}"
             ) from exc
         if (missing := await missing_schema(conn)) is not None:
             await conn.close()

@@ -86,19 +86,6 @@ def _walk_sql(query: HybridQuery, text: bool) -> tuple[str, dict[str, Any]]:
     }
 
 
-async def hybrid(
-    conn: Conn, query: HybridQuery, vector: str, tokens: Sequence[str]
-) -> HybridSignals:
-    """`Store.hybrid`: what `gather_stepwise` answers, read on `conn` in two round trips
-    (three when the scope is wider than `sql.EXACT_MAX`, and one more when rows wait for
-    their vectors)."""
-    try:
-        return await _hybrid(conn, query, vector, tokens)
-    except BaseException:
-        await sql.reset_plans(conn)
-        raise
-
-
 @dataclass(kw_only=True)
 class _Candidates:
     """The first trip's answer: what the retrievers proposed, and what came with it."""
@@ -217,9 +204,12 @@ async def _walk(
     return adjacency, cosines, matched
 
 
-async def _hybrid(
+async def hybrid(
     conn: Conn, query: HybridQuery, vector: str, tokens: Sequence[str]
 ) -> HybridSignals:
+    """`Store.hybrid`: what `gather_stepwise` answers, read on `conn` in two round trips
+    (three when the scope is wider than `sql.EXACT_MAX`, and one more when rows wait for
+    their vectors)."""
     found = await _candidates(conn, query, vector, tokens)
     dense, text = found.dense, found.text
     seeds = list(query.seeds(dense, text)) if query.graph_types and query.hops > 0 else []

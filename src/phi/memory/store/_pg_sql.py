@@ -9,12 +9,10 @@ connection and transaction each runs in. Writes live in `_pg_write`, the ledger'
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import suppress
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
-import anyio
 import numpy as np
 import numpy.typing as npt
 import psycopg
@@ -250,20 +248,16 @@ async def knn_many(conn: Conn, queries: Sequence[tuple[str, RowFilter]], k: int)
     run on generic plans: ingest sends hundreds at once, and planning each anew cost a
     third of their time at 1M rows."""
     generic = all(nearest_first(where) for _, where in queries)
-    try:
-        async with conn.pipeline():
-            if generic:
-                await conn.execute(GENERIC)
-            sent = [
-                await conn.execute(*exact_sql(where, k, vector, guarded=True))
-                for vector, where in queries
-            ]
-            if generic:
-                await conn.execute(CUSTOM)
-            found = [hits_from(await cur.fetchall()) for cur in sent]
-    except BaseException:
-        await reset_plans(conn)
-        raise
+    async with conn.pipeline():
+        if generic:
+            await conn.execute(GENERIC)
+        sent = [
+            await conn.execute(*exact_sql(where, k, vector, guarded=True))
+            for vector, where in queries
+        ]
+        if generic:
+            await conn.execute(CUSTOM)
+        found = [hits_from(await cur.fetchall()) for cur in sent]
     answers = []
     for hits, (vector, where) in zip(found, queries, strict=True):
         if not hits and k > 0:
@@ -280,15 +274,9 @@ CUSTOM: Final = "RESET plan_cache_mode"
 """Around statements whose plan does not depend on the values asked, sent many times: a
 prepared statement (psycopg prepares one run five times) is otherwise planned anew each
 time while its custom plans look cheaper than a generic one, and planning cost more than
-running (1.5 ms of 3.5 for a scoped text search at 1M rows). Session-wide: whoever sets
-it sets it back, and on failure calls `reset_plans`."""
-
-
-async def reset_plans(conn: Conn) -> None:
-    """`CUSTOM` on `conn` after a failure, even while cancelled; a broken connection is
-    left as it is (the pool drops it)."""
-    with anyio.CancelScope(shield=True), suppress(psycopg.Error):
-        await conn.execute(CUSTOM)
+running (1.5 ms of 3.5 for a scoped text search at 1M rows). Both go in the pipeline of
+the statements they surround: a pipeline is one implicit transaction, so a statement
+that fails there takes the setting back with it."""
 
 
 async def knn_indexed(conn: Conn, vector: str, where: RowFilter, k: int) -> list[Hit]:
