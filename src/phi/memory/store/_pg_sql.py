@@ -219,11 +219,13 @@ def _nearest_first(rest: str, guard: str, extra: str) -> str:
     scored and sorted from its scope index alone (`near`), then their rows looked up by key
     in that order, each checked against the status, until `k` pass. Looking up ~k rows by
     key costs less than joining every row of the namespace to its vector; the planner
-    (PostgreSQL 17 on) knows `near`'s order and sorts nothing after the lookups."""
+    (PostgreSQL 17 on) knows `near`'s order and sorts nothing after the lookups. Without a
+    status to check (ingest's neighbour searches) only the `k` nearest are kept."""
+    kept = " LIMIT %(k)s" if rest == "true" else ""
     return (
         "WITH near AS MATERIALIZED (SELECT v.id, 1 - (v.embedding <=> %(q)s::vector) AS score"
         f" FROM row_vectors v WHERE v.namespace = ANY(%(w_namespace)s){guard}"
-        " ORDER BY score DESC, v.id)"
+        f" ORDER BY score DESC, v.id{kept})"
         f" SELECT r.row_id, near.score{extra} FROM near JOIN rows r ON r.id = near.id"
         f" WHERE {rest} ORDER BY near.score DESC, near.id LIMIT %(k)s"
     )
