@@ -25,8 +25,8 @@ from typing import Any, Final
 from phi.memory.store import _pg_queue as queue_sql
 from phi.memory.store import _pg_sql as sql
 from phi.memory.store._pg_schema import Conn
-from phi.memory.store._pg_text import BM25_SCORE, weights_cte
-from phi.memory.store.base import Hit, HybridQuery, HybridSignals, RowFilter
+from phi.memory.store._pg_text import weights_cte
+from phi.memory.store.base import Hit, HybridQuery, HybridSignals, RowFilter, merge_hits
 
 __all__ = ["hybrid"]
 
@@ -72,15 +72,11 @@ def _walk_sql(query: HybridQuery, text: bool) -> tuple[str, dict[str, Any]]:
     ]
     params: dict[str, Any] = {}
     if text:
-        cond, params = sql.where_sql(query.where)
-        scope = " AND t.namespace = ANY(%(w_namespace)s)" if query.where.namespaces else ""
-        ctes.append(weights_cte())
-        parts.append(
-            f"SELECT {_TEXT}, r.id, NULL, r.row_id, {BM25_SCORE}, NULL, NULL"
-            f" FROM w JOIN row_terms t ON t.term = w.term{scope}"
-            " AND t.id IN (SELECT id FROM x)"
-            f" JOIN rows r ON r.id = t.id CROSS JOIN s WHERE {cond} GROUP BY r.id, r.row_id"
+        scored, params = sql.bm25_select(
+            query.where, columns=", r.id", chosen=" AND t.id IN (SELECT id FROM x)"
         )
+        ctes.append(weights_cte())
+        parts.append(f"SELECT {_TEXT}, b.id, NULL, b.row_id, b.score, NULL, NULL FROM ({scored}) b")
     return "WITH " + ", ".join(ctes) + " " + " UNION ALL ".join(parts), params | {
         "types": list(query.graph_types)
     }
@@ -216,7 +212,9 @@ async def hybrid(
     adjacency: dict[str, set[str]] = {}
     if seeds:
         adjacency, cosines, matched = await _walk(conn, query, vector, tokens, found, seeds)
-        dense, text = _merged(dense, cosines), _merged(text, matched)
+        # Reached rows in row id order (the order `gather_stepwise` asks for them in).
+        dense = merge_hits(dense, dict(sorted(cosines.items())))
+        text = merge_hits(text, dict(sorted(matched.items())))
     hits = list(dict.fromkeys(h.row_id for h in [*dense, *text]))
     texts = found.texts
     unread = [i for i in hits if i not in texts]  # dense hits of the HNSW index
@@ -235,10 +233,3 @@ async def hybrid(
         threads={i: t for i in hits if i in texts and (t := texts[i][1])},
         unembedded=(await queue_sql.count_unembedded(conn, query.where) if found.waiting else 0),
     )
-
-
-def _merged(hits: list[Hit], scores: dict[str, float]) -> list[Hit]:
-    """`hits`, then the scores of rows not among them, in row id order (the order
-    `gather_stepwise` asks for them in)."""
-    known = {h.row_id for h in hits}
-    return hits + [Hit(row_id=i, score=scores[i]) for i in sorted(scores) if i not in known]

@@ -196,7 +196,7 @@ def exact_sql(
     extra = ", r.content, r.thread, r.id" if texts else ""
     if nearest_first(where):
         rest, _ = where_sql(replace(where, namespaces=None))
-        return _nearest_first(rest, guard, extra), params
+        return _nearest_first(rest, guard, extra, checked=where.statuses is not None), params
     on_vectors = " AND v.namespace = ANY(%(w_namespace)s)" if where.namespaces else ""
     return (
         f"SELECT r.row_id, 1 - (v.embedding <=> %(q)s::vector) AS score{extra} FROM row_vectors v"
@@ -214,14 +214,15 @@ def nearest_first(where: RowFilter) -> bool:
     )
 
 
-def _nearest_first(rest: str, guard: str, extra: str) -> str:
+def _nearest_first(rest: str, guard: str, extra: str, *, checked: bool) -> str:
     """`exact_sql` for a namespace scope filtered by status alone: the namespace's vectors
     scored and sorted from its scope index alone (`near`), then their rows looked up by key
     in that order, each checked against the status, until `k` pass. Looking up ~k rows by
     key costs less than joining every row of the namespace to its vector; the planner
     (PostgreSQL 17 on) knows `near`'s order and sorts nothing after the lookups. Without a
-    status to check (ingest's neighbour searches) only the `k` nearest are kept."""
-    kept = " LIMIT %(k)s" if rest == "true" else ""
+    status to check (`checked` false: ingest's neighbour searches) only the `k` nearest are
+    kept."""
+    kept = "" if checked else " LIMIT %(k)s"
     return (
         "WITH near AS MATERIALIZED (SELECT v.id, 1 - (v.embedding <=> %(q)s::vector) AS score"
         f" FROM row_vectors v WHERE v.namespace = ANY(%(w_namespace)s){guard}"
@@ -317,21 +318,32 @@ def bm25_sql(
 ) -> tuple[str, dict[str, Any]]:
     """`bm25`'s statement and parameters (`tokens` not empty); with `texts` each hit's
     content, thread and key (`rows.id`) follow its score."""
-    cond, params = where_sql(where)
-    # The namespace inside the postings' key, so a scoped query reads only its postings.
-    scope = " AND t.namespace = ANY(%(w_namespace)s)" if where.namespaces is not None else ""
     chosen = (
         " AND t.id IN (SELECT id FROM rows WHERE row_id = ANY(%(ids)s))"
         if row_ids is not None
         else ""
     )
+    scored, params = bm25_select(
+        where, columns=", r.content, r.thread, r.id" if texts else "", chosen=chosen
+    )
     params |= {"terms": list(tokens), "ids": list(row_ids or ()), "limit": limit}
     return (
-        f"WITH {weights_cte()} SELECT r.row_id, {BM25_SCORE} AS score"
-        + (", r.content, r.thread, r.id" if texts else "")
-        + f" FROM w JOIN row_terms t ON t.term = w.term{scope}{chosen}"
-        f" JOIN rows r ON r.id = t.id CROSS JOIN s WHERE {cond}"
-        " GROUP BY r.id, r.row_id ORDER BY score DESC, r.id LIMIT %(limit)s",
+        f"WITH {weights_cte()} {scored} ORDER BY score DESC, r.id LIMIT %(limit)s",
+        params,
+    )
+
+
+def bm25_select(where: RowFilter, *, columns: str, chosen: str) -> tuple[str, dict[str, Any]]:
+    """The BM25 of each row within `where` that matches a query term: `r.row_id, score`,
+    then `columns`, one row each. It reads `weights_cte()`'s `w` and `s` (the terms are
+    `%(terms)s`); `chosen` narrows the postings read (a condition on `t.id`)."""
+    cond, params = where_sql(where)
+    # The namespace inside the postings' key, so a scoped query reads only its postings.
+    scope = " AND t.namespace = ANY(%(w_namespace)s)" if where.namespaces is not None else ""
+    return (
+        f"SELECT r.row_id, {BM25_SCORE} AS score{columns}"
+        f" FROM w JOIN row_terms t ON t.term = w.term{scope}{chosen}"
+        f" JOIN rows r ON r.id = t.id CROSS JOIN s WHERE {cond} GROUP BY r.id, r.row_id",
         params,
     )
 
@@ -377,13 +389,14 @@ async def latest_many(conn: Conn, wheres: Sequence[RowFilter], limit: int) -> li
         batch = await _latest_before(conn, [wheres[i] for i in together], limit)
         alone = {}
         for i, where in enumerate(wheres):
-            if i not in together:
-                cond, params = where_sql(where)
-                alone[i] = await conn.execute(
-                    f"SELECT {ROW_COLUMNS} FROM rows r WHERE {cond}"
-                    " ORDER BY r.created_at DESC, r.id DESC LIMIT %(limit)s",
-                    params | {"limit": limit},
-                )
+            if _namespace_before(where):
+                continue
+            cond, params = where_sql(where)
+            alone[i] = await conn.execute(
+                f"SELECT {ROW_COLUMNS} FROM rows r WHERE {cond}"
+                " ORDER BY r.created_at DESC, r.id DESC LIMIT %(limit)s",
+                params | {"limit": limit},
+            )
         if batch is not None:
             for n, *values in await batch.fetchall():
                 found[together[n - 1]].append(row_from(values))

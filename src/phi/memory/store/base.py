@@ -425,7 +425,8 @@ def row_matches(row: Row, where: RowFilter) -> bool:
     )
 
 
-def _merge(hits: list[Hit], scores: Mapping[str, float]) -> list[Hit]:
+def merge_hits(hits: list[Hit], scores: Mapping[str, float]) -> list[Hit]:
+    """`hits`, then a hit for each scored row not among them, in `scores`' order."""
     known = {h.row_id for h in hits}
     return hits + [Hit(row_id=i, score=v) for i, v in scores.items() if i not in known]
 
@@ -477,8 +478,8 @@ async def gather_stepwise(store: HybridSteps, query: HybridQuery) -> HybridSigna
         frontier = set(adjacency) - explored
     extra = sorted(set(adjacency) - from_dense - from_text)
     if extra:
-        dense = _merge(dense, await store.vector_scores(query.vector, extra))
-        text = _merge(text, await store.text_scores(query.terms, extra, query.where))
+        dense = merge_hits(dense, await store.vector_scores(query.vector, extra))
+        text = merge_hits(text, await store.text_scores(query.terms, extra, query.where))
     hits = list(dict.fromkeys(h.row_id for h in [*dense, *text]))
     rows = await store.get_rows(hits)
     return HybridSignals(
