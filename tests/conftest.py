@@ -11,6 +11,7 @@ import logging
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -89,11 +90,48 @@ FIRST_INSTALL_TIMEOUT = 900
 Node 22 and compiling dev-env's native module (about 4 minutes on 2 cores)."""
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Give the tests that use the network room for the first install (pytest-timeout)."""
+STARTS_A_NETWORK = frozenset(
+    {
+        "tests/agent/test_cli.py",
+        "tests/atproto/test_sandbox_cli.py",
+        "tests/atproto/test_sandbox_ports.py",
+        "tests/security/test_private_files.py",
+        "tests/test_cli.py",
+        "tests/test_readme.py",
+        "tests/test_sandbox_demo.py",
+        "tests/test_scripts.py",
+    }
+)
+"""Test files that start a local network, or install or stop one, of their own."""
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Give the tests that use the network room for the first install (pytest-timeout).
+    Under `scripts/test`'s workers (pytest-xdist, `--dist loadgroup`) every test that uses
+    the session's network, or starts or installs a network of its own, runs on one worker:
+    one network comes up per run, and no two installs of Node or dev-env race."""
     for item in items:
-        if "sandbox" in getattr(item, "fixturenames", ()):
+        uses_network = "sandbox" in getattr(item, "fixturenames", ())
+        if uses_network:
             item.add_marker(pytest.mark.timeout(FIRST_INSTALL_TIMEOUT))
+        if uses_network or item.path.relative_to(config.rootpath).as_posix() in STARTS_A_NETWORK:
+            item.add_marker(pytest.mark.xdist_group("network"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """Under `--dist loadgroup` a grouped test's id ends in `@<group>` (pytest-xdist adds it
+    on the worker). pytest 9.2 silently stopped that (pytest-xdist#1386): two workers would
+    each start the network on one set of ports. Stop the run, saying why, instead."""
+    if node.config.getoption("dist") != "loadgroup":
+        return
+    lost = [i for i in ids if i.split("::")[0] in STARTS_A_NETWORK and "@" not in i]
+    if lost:
+        raise pytest.UsageError(
+            f"pytest-xdist did not group {len(lost)} tests that share the network (first:"
+            f" {lost[0]}); run without workers (-n 0) or with a pytest that it supports"
+        )
 
 
 def _schema(port: int) -> str:

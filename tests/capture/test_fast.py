@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -75,10 +76,14 @@ def test_only_plain_options_take_the_fast_path(
 
 
 @pytest.fixture
-def spool(tmp_path: Path) -> Path:
-    folder = tmp_path / "capture"
-    folder.mkdir(mode=0o700)
-    return folder
+def spool() -> Iterator[Path]:
+    """A capture folder whose path is short enough for the resident's socket to sit in it:
+    past `MAX_SOCKET_PATH` the socket moves to the temporary folder, as it would under
+    pytest-xdist's deeper `tmp_path` (`.../popen-gw0/<test>/capture`)."""
+    with tempfile.TemporaryDirectory(prefix="phi-") as base:
+        folder = Path(base) / "capture"
+        folder.mkdir(mode=0o700)
+        yield folder
 
 
 FakeReply = Callable[[socket.socket, bytes, bytes], object]
@@ -170,6 +175,7 @@ def test_a_socket_folder_others_may_enter_is_not_trusted(
     spool: Path, fake: Callable[[FakeReply], list[tuple[bytes, bytes]]]
 ) -> None:
     got = fake(lambda conn, _h, _e: conn.sendall(queued_frame(0) + done_frame(0)))
+    assert Path(socket_path(str(spool), None)).parent == spool
     spool.chmod(0o755)
     try:
         assert over(["--spool", str(spool)], EVENT)[:2] == (None, EVENT)
