@@ -270,6 +270,26 @@ async def latencies(
     return out
 
 
+async def paired_latencies(
+    embedding: Memory | None, cached: Memory, queries: list[str], namespaces: list[str | None]
+) -> tuple[tuple[float, float], tuple[float, float]]:
+    """Scoped latency with the query embedded (on `embedding`: MiniLM) and with its vector
+    cached, each query timed both ways one after the other: the two columns then differ by
+    the embedding alone, not by what the machine or the server was doing meanwhile (after
+    the ingests a PostgreSQL server is still vacuuming and checkpointing for a while). Both
+    warmed first: a cold page cache would be charged to whichever ran first. Without a real
+    model (`--dim`) the embedded column is `nan`."""
+    memories = [m for m in (embedding, cached) if m is not None]
+    for memory in memories:
+        await latencies(memory, queries[:20], namespaces[:20])
+    timed: list[list[float]] = [[] for _ in memories]
+    for query, namespace in zip(queries, namespaces, strict=True):
+        for memory, out in zip(memories, timed, strict=True):
+            out.extend(await latencies(memory, [query], [namespace]))
+    without = quantiles(timed[-1])
+    return (quantiles(timed[0]) if embedding is not None else (float("nan"),) * 2), without
+
+
 @dataclass
 class Figures:
     """One size's measurements (latencies in ms as (p50, p95))."""
@@ -475,18 +495,12 @@ async def measure_size(
         )
         names = [n.namespace for n in await memory.namespaces(prefix="bench-")]
         scoped: list[str | None] = [names[int(p) % len(names)] for p in picks]
-        # Warm as for the cached measurement below: a cold page cache after the ingests
-        # would be charged to the query embedding.
-        await latencies(memory, query_texts[:20], scoped[:20])
-        with_embedding = (
-            quantiles(await latencies(memory, query_texts, scoped))
-            if isinstance(minilm, MiniLMEmbedder)
-            else (float("nan"), float("nan"))  # no real model of that size to time
-        )
-    cached = CachedEmbedder(query_vectors, name=minilm.name, dimension=minilm.dimension)
+        cached = CachedEmbedder(query_vectors, name=minilm.name, dimension=minilm.dimension)
+        async with Memory.open(path, embedder=cached) as quick:
+            embedding = memory if isinstance(minilm, MiniLMEmbedder) else None
+            with_embedding, without = await paired_latencies(embedding, quick, query_texts, scoped)
     async with Memory.open(path, embedder=cached) as memory:
         await latencies(memory, query_texts[:20], scoped[:20])  # warm the page cache
-        without = quantiles(await latencies(memory, query_texts, scoped))
         unscoped = quantiles(await latencies(memory, query_texts[:20], [None] * 20))
         concurrent, writer_rate = await under_writes(path, memory, query_texts, scoped)
         size_mb = ((await memory.stats()).size_bytes or 0) / 1e6
