@@ -45,7 +45,6 @@ from phi.memory.store._pg_schema import (
     create_vector_table,
     missing_schema,
 )
-from phi.memory.store._pg_split import knn_split
 from phi.memory.store._pg_text import Tokenizer, query_tokens
 from phi.memory.store.base import (
     EmbeddingSpec,
@@ -360,7 +359,11 @@ class PostgresStore(DelegatingStore[Conn]):
         if self._embedding is None or limit <= 0:
             return [[] for _ in queries]
         literals = [(self._query_vector(vector), where) for vector, where in queries]
-        return await knn_split(self._read, literals, limit)
+
+        async def search(conn: Conn) -> list[list[Hit]]:
+            return await sql.knn_many(conn, literals, limit)
+
+        return await self._read(search)
 
     async def text_search(self, terms: Sequence[str], where: RowFilter, *, limit: int) -> list[Hit]:
         _, tokenizer = self._ready()
