@@ -1,4 +1,4 @@
-"""The binary COPY streams of the PostgreSQL store's bulkiest inserts, read back by the server."""
+"""The binary COPY of the PostgreSQL store's bulkiest inserts, read back by the server."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import numpy as np
 import psycopg
 import pytest
 
-from phi.memory.store._pg_copy import copy_postings, copy_vectors, posting_copy_data
+from phi.memory.store._pg_copy import copy_postings, copy_vectors
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_postings_copied_in_one_stream_read_back_exactly(pg_url: str) -> None:
+async def test_postings_copied_read_back_exactly(pg_url: str) -> None:
     postings = [
         ("café", "ns-ü", 1, 2),
         ("naïve", "ns-ü", 1, 1),
@@ -27,10 +27,6 @@ async def test_postings_copied_in_one_stream_read_back_exactly(pg_url: str) -> N
         await copy_postings(conn, [])  # an empty stream is a valid one
         cur = await conn.execute("SELECT term, namespace, id, tf FROM row_terms ORDER BY id, term")
         assert await cur.fetchall() == sorted(postings, key=lambda p: (p[2], p[0]))
-
-
-def test_an_empty_postings_stream_is_the_header_and_trailer_only() -> None:
-    assert posting_copy_data([]) == b"PGCOPY\n\xff\r\n\x00" + bytes(8) + b"\xff\xff"
 
 
 async def test_vectors_copied_in_one_stream_read_back_exactly(pg_url: str) -> None:
