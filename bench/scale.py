@@ -275,10 +275,9 @@ async def paired_latencies(
 ) -> tuple[tuple[float, float], tuple[float, float]]:
     """Scoped latency with the query embedded (on `embedding`: MiniLM) and with its vector
     cached, each query timed both ways one after the other: the two columns then differ by
-    the embedding alone, not by what the machine or the server was doing meanwhile (after
-    the ingests a PostgreSQL server is still vacuuming and checkpointing for a while). Both
-    warmed first: a cold page cache would be charged to whichever ran first. Without a real
-    model (`--dim`) the embedded column is `nan`."""
+    what the embedding costs the search, not by what the machine or the server was doing
+    meanwhile. Both warmed first: a cold page cache would be charged to whichever ran
+    first. Without a real model (`--dim`) the embedded column is `nan`."""
     memories = [m for m in (embedding, cached) if m is not None]
     for memory in memories:
         await latencies(memory, queries[:20], namespaces[:20])

@@ -383,15 +383,16 @@ async def latest_many(conn: Conn, wheres: Sequence[RowFilter], limit: int) -> li
     namespace before a time, as ingest's temporal links ask one per namespace of a batch,
     go together in one statement: a statement each cost 0.6 ms at 1M rows, mostly in this
     process."""
-    together = [i for i, where in enumerate(wheres) if _namespace_before(where)]
+    together: list[int] = []
+    lone: list[int] = []
+    for i, where in enumerate(wheres):
+        (together if _namespace_before(where) else lone).append(i)
     found: list[list[Row]] = [[] for _ in wheres]
     async with conn.pipeline():
         batch = await _latest_before(conn, [wheres[i] for i in together], limit)
         alone = {}
-        for i, where in enumerate(wheres):
-            if _namespace_before(where):
-                continue
-            cond, params = where_sql(where)
+        for i in lone:
+            cond, params = where_sql(wheres[i])
             alone[i] = await conn.execute(
                 f"SELECT {ROW_COLUMNS} FROM rows r WHERE {cond}"
                 " ORDER BY r.created_at DESC, r.id DESC LIMIT %(limit)s",
