@@ -99,7 +99,7 @@ class _Candidates:
 
 
 async def _candidates(
-    conn: Conn, query: HybridQuery, vector: str, tokens: Sequence[str]
+    conn: Conn, query: HybridQuery, vector: sql.VectorParam, tokens: Sequence[str]
 ) -> _Candidates:
     """The first trip: exact nearest rows, text hits and the queue, in one pipeline; then
     the HNSW index, when the scope is wider than `sql.EXACT_MAX`."""
@@ -151,7 +151,7 @@ async def _scope(conn: Conn, where: RowFilter) -> int:
 async def _walk(
     conn: Conn,
     query: HybridQuery,
-    vector: str,
+    vector: sql.VectorParam,
     tokens: Sequence[str],
     found: _Candidates,
     seeds: Sequence[str],
@@ -201,7 +201,7 @@ async def _walk(
 
 
 async def hybrid(
-    conn: Conn, query: HybridQuery, vector: str, tokens: Sequence[str]
+    conn: Conn, query: HybridQuery, vector: sql.VectorParam, tokens: Sequence[str]
 ) -> HybridSignals:
     """`Store.hybrid`: what `gather_stepwise` answers, read on `conn` in two round trips
     (three when the scope is wider than `sql.EXACT_MAX`, and one more when rows wait for

@@ -8,14 +8,17 @@ connection and transaction each runs in. Writes live in `_pg_write`, the ledger'
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
 import psycopg
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
 
 from phi.memory.model import Edge, EdgeType, Row
 from phi.memory.store._pg_schema import Conn
@@ -72,6 +75,37 @@ def row_from(values: Sequence[Any]) -> Row:
 def vector_literal(vector: npt.NDArray[np.float32]) -> str:
     """pgvector's text form; `repr` of each float32 widened to float64 round-trips exactly."""
     return "[" + ",".join(repr(x) for x in vector.astype(np.float32).tolist()) + "]"
+
+
+@dataclass(frozen=True, slots=True)
+class QueryVector:
+    """A query vector as a statement's parameter (`%(q)s::vector`), sent in pgvector's
+    binary form (`vector_recv`: dimension, a reserved word, big-endian float32s): the text
+    form cost 384 `repr`s here and as many float parses in the server, per search, and
+    ingest sends hundreds of searches at once. Bit-exact, as the text form is."""
+
+    data: bytes
+
+    @classmethod
+    def of(cls, vector: npt.NDArray[np.float32]) -> QueryVector:
+        values = np.ascontiguousarray(vector, dtype=">f4")
+        return cls(struct.pack(">HH", values.shape[0], 0) + values.tobytes())
+
+
+class _QueryVectorDumper(Dumper):
+    format = Format.BINARY
+    # No type oid: the extension's type has none known ahead (each database gives its
+    # own); the server takes the parameter's type from the statement's `::vector` cast.
+    oid = 0
+
+    def dump(self, obj: QueryVector) -> bytes:
+        return obj.data
+
+
+psycopg.adapters.register_dumper(QueryVector, _QueryVectorDumper)
+
+VectorParam = str | QueryVector
+"""A query vector parameter: pgvector's text form (`vector_literal`) or `QueryVector`."""
 
 
 def where_sql(where: RowFilter, alias: str = "r") -> tuple[str, dict[str, Any]]:
@@ -176,7 +210,7 @@ def scope_sql(where: RowFilter) -> tuple[str, dict[str, Any]]:
 
 
 def exact_sql(
-    where: RowFilter, k: int, vector: str, *, guarded: bool, texts: bool = False
+    where: RowFilter, k: int, vector: VectorParam, *, guarded: bool, texts: bool = False
 ) -> tuple[str, dict[str, Any]]:
     """The exact nearest rows within `where`, best first: `(row_id, score)`, and with
     `texts` the row's content, thread and key (`rows.id`) too. Ordered by similarity, not
@@ -236,14 +270,16 @@ def hits_from(found: Sequence[tuple[Any, ...]]) -> list[Hit]:
     return [Hit(row_id=i, score=float(s)) for i, s in found]
 
 
-async def knn(conn: Conn, vector: str, where: RowFilter, k: int) -> list[Hit]:
+async def knn(conn: Conn, vector: VectorParam, where: RowFilter, k: int) -> list[Hit]:
     """Nearest rows within `where`, best first: exact over a scope of at most `EXACT_MAX`
     rows, else through the HNSW index with iterative scan (so a filter cannot starve it)."""
     (hits,) = await knn_many(conn, [(vector, where)], k)
     return hits
 
 
-async def knn_many(conn: Conn, queries: Sequence[tuple[str, RowFilter]], k: int) -> list[list[Hit]]:
+async def knn_many(
+    conn: Conn, queries: Sequence[tuple[VectorParam, RowFilter]], k: int
+) -> list[list[Hit]]:
     """`knn` of each query, the exact ones all in one round trip (a pipeline of guarded
     exact searches). A guarded search answers nothing for a scope wider than `EXACT_MAX`:
     only a query answered nothing has its scope counted, and a wide one then goes through
@@ -282,7 +318,7 @@ the statements they surround: a pipeline is one implicit transaction, so a state
 that fails there takes the setting back with it."""
 
 
-async def knn_indexed(conn: Conn, vector: str, where: RowFilter, k: int) -> list[Hit]:
+async def knn_indexed(conn: Conn, vector: VectorParam, where: RowFilter, k: int) -> list[Hit]:
     """Nearest rows within `where` through the HNSW index, with iterative scan, joined by
     the fresh vectors `where` admits (not in the graph yet: `_pg_write.FRESH_MAX`),
     searched exactly: both in one round trip, merged by score."""
@@ -368,7 +404,7 @@ def rows_in_order(found: Sequence[Sequence[Any]], row_ids: Sequence[str]) -> lis
     return [by_id[i] for i in row_ids if i in by_id]
 
 
-async def cosine_of(conn: Conn, vector: str, row_ids: Sequence[str]) -> dict[str, float]:
+async def cosine_of(conn: Conn, vector: VectorParam, row_ids: Sequence[str]) -> dict[str, float]:
     cur = await conn.execute(COSINE_SQL, (vector, list(set(row_ids))))
     return {i: float(s) for i, s in await cur.fetchall()}
 

@@ -284,13 +284,13 @@ class PostgresStore(DelegatingStore[Conn]):
                         f" after a bulk load failed ({exc}); the next open tries again"
                     ) from exc
 
-    def _query_vector(self, vector: npt.NDArray[np.float32]) -> str:
+    def _query_vector(self, vector: npt.NDArray[np.float32]) -> sql.QueryVector:
         dimension = self._dimension()
         if vector.shape != (dimension,):
             raise StoreError(
                 f"query vector of shape {vector.shape} does not fit this store ({dimension}-d)"
             )
-        return sql.vector_literal(vector)
+        return sql.QueryVector.of(vector)
 
     # -- writes ------------------------------------------------------------------------
 
