@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 from phi.memory.store import _pg_queue as queue_sql
 from phi.memory.store import _pg_sql as sql
 from phi.memory.store._pg_schema import Conn
+from phi.memory.store._pg_split import at_once
 from phi.memory.store._pg_text import weights_cte
 from phi.memory.store.base import Hit, HybridQuery, HybridSignals, RowFilter, merge_hits
 
@@ -99,31 +101,54 @@ class _Candidates:
 
 
 async def _candidates(
-    conn: Conn, query: HybridQuery, vector: sql.VectorParam, tokens: Sequence[str]
+    conn: Conn,
+    query: HybridQuery,
+    vector: sql.VectorParam,
+    tokens: Sequence[str],
+    beside: Conn | None = None,
 ) -> _Candidates:
     """The first trip: exact nearest rows, text hits and the queue, in one pipeline; then
-    the HNSW index, when the scope is wider than `sql.EXACT_MAX`."""
+    the HNSW index, when the scope is wider than `sql.EXACT_MAX`. With a second
+    connection (`beside`) the text step and the queue go there, at the same time as the
+    exact search: two server processes, two cores (at a million rows the exact search
+    took ~1.8 ms in the server and the text step ~0.8)."""
     where, limit = query.where, query.candidates
     wanted = max(limit, TEXT_ALL)
-    async with conn.pipeline():
-        # Generic plans (`sql.GENERIC`) for a vectors-first exact step and the text step.
-        vectors_first = sql.nearest_first(where)
-        if vectors_first:
-            await conn.execute(sql.GENERIC)
-        dense_cur = await conn.execute(
-            *sql.exact_sql(where, limit, vector, guarded=True, texts=True)
-        )
-        text_cur = None
-        if tokens:
-            if not vectors_first:
-                await conn.execute(sql.GENERIC)
-            text_cur = await conn.execute(*sql.bm25_sql(tokens, where, limit=wanted, texts=True))
-        if vectors_first or tokens:
-            await conn.execute(sql.CUSTOM)
-        queue_cur = await conn.execute("SELECT EXISTS (SELECT 1 FROM embed_queue)")
-        dense_found = await dense_cur.fetchall()
-        text_found = await text_cur.fetchall() if text_cur is not None else []
-        (waiting,) = await queue_cur.fetchone() or (False,)
+    dense_found: list[tuple[Any, ...]] = []
+    text_found: list[tuple[Any, ...]] = []
+    waiting = False
+
+    async def ask_dense(on: Conn, *, alone: bool) -> None:
+        nonlocal dense_found
+        async with on.pipeline():
+            # A generic plan (`sql.GENERIC`) for a vectors-first exact step.
+            generic = sql.nearest_first(where)
+            if generic:
+                await on.execute(sql.GENERIC)
+            cur = await on.execute(*sql.exact_sql(where, limit, vector, guarded=True, texts=True))
+            if generic:
+                await on.execute(sql.CUSTOM)
+            if alone:
+                await ask_text(on)
+            dense_found = await cur.fetchall()
+
+    async def ask_text(on: Conn) -> None:
+        nonlocal text_found, waiting
+        async with on.pipeline():
+            text_cur = None
+            if tokens:  # on a generic plan too
+                await on.execute(sql.GENERIC)
+                text_cur = await on.execute(*sql.bm25_sql(tokens, where, limit=wanted, texts=True))
+                await on.execute(sql.CUSTOM)
+            queue_cur = await on.execute("SELECT EXISTS (SELECT 1 FROM embed_queue)")
+            text_found = await text_cur.fetchall() if text_cur is not None else []
+            (found_waiting,) = await queue_cur.fetchone() or (False,)
+            waiting = bool(found_waiting)
+
+    if beside is None:
+        await ask_dense(conn, alone=True)
+    else:
+        await at_once(partial(ask_dense, conn, alone=False), partial(ask_text, beside))
     found = [*dense_found, *text_found]
     dense = sql.hits_from([(i, s) for i, s, *_ in dense_found])
     if not dense and limit > 0 and await _scope(conn, query.where) > sql.EXACT_MAX:
@@ -136,7 +161,7 @@ async def _candidates(
         every_match=(
             {i: float(s) for i, s, *_ in text_found} if len(text_found) < wanted else None
         ),
-        waiting=bool(waiting),
+        waiting=waiting,
     )
 
 
@@ -201,12 +226,17 @@ async def _walk(
 
 
 async def hybrid(
-    conn: Conn, query: HybridQuery, vector: sql.VectorParam, tokens: Sequence[str]
+    conn: Conn,
+    query: HybridQuery,
+    vector: sql.VectorParam,
+    tokens: Sequence[str],
+    beside: Conn | None = None,
 ) -> HybridSignals:
     """`Store.hybrid`: what `gather_stepwise` answers, read on `conn` in two round trips
     (three when the scope is wider than `sql.EXACT_MAX`, and one more when rows wait for
-    their vectors)."""
-    found = await _candidates(conn, query, vector, tokens)
+    their vectors); the first trip's text step on `beside` at the same time, when the
+    caller has a second connection to spare."""
+    found = await _candidates(conn, query, vector, tokens, beside)
     dense, text = found.dense, found.text
     seeds = list(query.seeds(dense, text)) if query.graph_types and query.hops > 0 else []
     adjacency: dict[str, set[str]] = {}

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from functools import partial
-from typing import TypeVar
+from typing import Final, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -45,6 +45,7 @@ from phi.memory.store._pg_schema import (
     create_vector_table,
     missing_schema,
 )
+from phi.memory.store._pg_split import SPLIT_FROM, knn_split
 from phi.memory.store._pg_text import Tokenizer, query_tokens
 from phi.memory.store.base import (
     EmbeddingSpec,
@@ -61,6 +62,8 @@ __all__ = ["PostgresStore"]
 
 T = TypeVar("T")
 CONNECT_TIMEOUT_S = 10.0
+SPARE_WAIT_S: Final = 0.05
+"""Longest a search waits for a second connection the pool said was idle (`_spare`)."""
 logger = logging.getLogger(__name__)
 
 
@@ -143,7 +146,8 @@ class PostgresStore(DelegatingStore[Conn]):
             logger.warning(warning)
         pool: psycopg_pool.AsyncConnectionPool[Conn] = psycopg_pool.AsyncConnectionPool(
             self._url,
-            min_size=1,
+            # Two kept open: a search asks two things at once when a second is idle (`_spare`).
+            min_size=min(2, bound),
             max_size=bound,
             open=False,
             timeout=CONNECT_TIMEOUT_S,
@@ -345,7 +349,33 @@ class PostgresStore(DelegatingStore[Conn]):
             return await gather_stepwise(self, query)
         vector = self._query_vector(query.vector)
         tokens = query_tokens(tokenizer, query.terms)
-        return await self._read(partial(hybrid, query=query, vector=vector, tokens=tokens))
+
+        async def read(conn: Conn) -> HybridSignals:
+            if not tokens:
+                return await hybrid(conn, query, vector, tokens)
+            async with self._spare() as beside:
+                return await hybrid(conn, query, vector, tokens, beside)
+
+        return await self._read(read)
+
+    @asynccontextmanager
+    async def _spare(self) -> AsyncIterator[Conn | None]:
+        """A second connection of the pool if one is idle now, else `None` (never waits:
+        a search holding one connection and waiting for another could starve a full pool,
+        every search holding one). A search uses it to ask two things at once."""
+        pool, _ = self._ready()
+        if pool.get_stats().get("pool_available", 0) < 1:
+            yield None
+            return
+        try:
+            conn = await pool.getconn(timeout=SPARE_WAIT_S)
+        except psycopg_pool.PoolTimeout:
+            yield None
+            return
+        try:
+            yield conn
+        finally:
+            await pool.putconn(conn)
 
     async def vector_search(
         self, vector: npt.NDArray[np.float32], where: RowFilter, *, limit: int
@@ -361,7 +391,10 @@ class PostgresStore(DelegatingStore[Conn]):
         literals = [(self._query_vector(vector), where) for vector, where in queries]
 
         async def search(conn: Conn) -> list[list[Hit]]:
-            return await sql.knn_many(conn, literals, limit)
+            if len(literals) < SPLIT_FROM:
+                return await sql.knn_many(conn, literals, limit)
+            async with self._spare() as beside:
+                return await knn_split(conn, beside, literals, limit)
 
         return await self._read(search)
 
