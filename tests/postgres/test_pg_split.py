@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ from phi.memory.store import PostgresStore, RowFilter, _pg_hybrid, _pg_split
 from phi.memory.store._pg_schema import Conn
 from phi.memory.store._pg_sql import VectorParam, knn_many
 from phi.memory.store._pg_text import query_tokens
-from phi.memory.store.base import Hit, HybridSignals
+from phi.memory.store.base import Hit, HybridSignals, gather_stepwise
 from tests.memory.conformance import CONFORMANCE_SPEC, make_row, w
 from tests.postgres.schemas import fresh_schema
 from tests.postgres.test_pg_hybrid_trips import chain, query, same
@@ -249,3 +250,25 @@ async def test_a_recall_asks_its_text_step_beside_and_answers_as_alone(
     assert len(split) == 1  # the text step went to the second connection
     same(beside, alone[0])
     assert beside.from_text and beside.from_dense
+
+
+async def test_a_recall_with_no_words_to_match_asks_on_one_connection(
+    pg_store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No terms (a query of stopwords only has none): no text step, nothing to ask beside
+    the exact search."""
+    await chain(pg_store)
+    q = replace(query(), terms=())
+    assert query_tokens(pg_store._ready()[1], q.terms) == []
+    split: list[object] = []
+
+    async def recording(first: object, second: object) -> tuple[object, object]:
+        split.append(first)
+        raise AssertionError("nothing to ask beside")
+
+    monkeypatch.setattr(_pg_hybrid, "at_once", recording)
+    fast = await pg_store.hybrid(q)
+    assert split == []
+    same(fast, await gather_stepwise(pg_store, q))
+    assert fast.from_dense and not fast.from_text
+    assert fast.adjacency  # the walk ran from the dense seeds
