@@ -10,8 +10,9 @@ store's figures as a ratio to the first's. Each size is measured on a store of i
 `--keep DIR` keeps them and reuses them on the next run, topped up to the size if they
 hold fewer rows: SQLite's as `DIR/scale-<rows>.db`, PostgreSQL's as the schema
 `phi_scale_<rows>` of the URL's database (a million rows take ~7 minutes to fill on
-SQLite, ~17 on PostgreSQL); a rerun measures again without filling, and writes texts no run
-wrote before. `--plot FILE` draws scoped latency against rows (log scale).
+SQLite, ~17 on PostgreSQL); a rerun measures again without filling (a PostgreSQL store's
+fresh vectors settled first, as `phi memory settle` would), and writes texts no run wrote
+before. `--plot FILE` draws scoped latency against rows (log scale).
 
 `--dim D` (default 384, MiniLM's) fills and measures with synthetic D-d vectors, as an
 OpenAI-sized embedder (1,536-d) would store them. No model of that size runs here: new rows
@@ -527,10 +528,10 @@ async def measure_size(
 
 async def settle_first(path: str) -> None:
     """Put the fresh vectors an earlier run left into the HNSW graph (`phi memory settle`),
-    so every run starts where a store with its upkeep scheduled is: a kept PostgreSQL store
-    that earlier runs grew past `FRESH_MAX` fresh vectors makes each write settle as many
-    as it adds, which measured that store's backlog instead of its writes (1,310
-    acknowledged/s fresh, 769-930 grown). The time it took goes to stderr, not the table."""
+    so every run starts where a store with its upkeep scheduled is: past `FRESH_MAX` fresh
+    vectors each write settles as many as it adds, and the ingest figures would measure
+    the backlog (at 1M rows a batch of 256 chat turns wrote in 488-971 ms with ~5,000
+    fresh vectors waiting, in ~95 ms once settled). The time it took goes to stderr."""
     if not is_postgres(path):
         return
     report = await upkeep.settle(path)
