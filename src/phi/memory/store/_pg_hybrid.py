@@ -63,14 +63,17 @@ def _walk_sql(query: HybridQuery, text: bool) -> tuple[str, dict[str, Any]]:
     edges = " UNION ".join(f"SELECT src, dst FROM e{hop}" for hop in range(1, query.hops + 1))
     ctes += [
         f"a AS ({edges})",
-        "x AS (SELECT r.id, r.row_id, r.content, r.thread FROM rows r WHERE r.id IN"
+        "x AS (SELECT r.id, r.namespace, r.row_id, r.content, r.thread FROM rows r WHERE r.id IN"
         " (SELECT u.id FROM (SELECT src AS id FROM a UNION SELECT dst FROM a) u"
         " WHERE NOT u.id = ANY(%(known)s::bigint[])))",
     ]
     parts = [
         f"SELECT {_EDGE}, a.src, a.dst, NULL::text, NULL::float8, NULL::text, NULL::text FROM a",
-        f"SELECT {_REACHED}, x.id, NULL, x.row_id, 1 - (v.embedding <=> %(q)s::vector),"
-        " x.content, x.thread FROM x LEFT JOIN row_vectors v ON v.id = x.id",
+        # A row of a namespace whose every cosine the first trip sent (`%(scored)s`) is
+        # scored from those, its vector not read again (`_pg_sql.every_score_sql`).
+        f"SELECT {_REACHED}, x.id, NULL, x.row_id, CASE WHEN x.namespace = ANY(%(scored)s::text[])"
+        " THEN NULL ELSE (SELECT 1 - (v.embedding <=> %(q)s::vector) FROM row_vectors v"
+        " WHERE v.id = x.id) END, x.content, x.thread FROM x",
     ]
     params: dict[str, Any] = {}
     if text:
@@ -98,6 +101,9 @@ class _Candidates:
     """The BM25 of every row matching the query under its filter, when the text step read
     them all; `None` when there were more."""
     waiting: bool
+    scored: dict[int, float] | None = None
+    """The cosine of every vector of the scope's namespaces, by `rows.id`, when the exact
+    search sent them all (`_pg_sql.complete_scores`)."""
 
 
 async def _candidates(
@@ -117,20 +123,34 @@ async def _candidates(
     dense_found: list[tuple[Any, ...]] = []
     text_found: list[tuple[Any, ...]] = []
     waiting = False
+    scored: dict[int, float] | None = None
+    complete = sql.complete_scores(where)
 
     async def ask_dense(on: Conn, *, alone: bool) -> None:
-        nonlocal dense_found
+        nonlocal dense_found, scored
         async with on.pipeline():
             # A generic plan (`sql.GENERIC`) for a vectors-first exact step.
             generic = sql.nearest_first(where)
             if generic:
                 await on.execute(sql.GENERIC)
-            cur = await on.execute(*sql.exact_sql(where, limit, vector, guarded=True, texts=True))
+            cur = await on.execute(
+                *(
+                    sql.every_score_sql(where, limit, vector)
+                    if complete
+                    else sql.exact_sql(where, limit, vector, guarded=True, texts=True)
+                )
+            )
             if generic:
                 await on.execute(sql.CUSTOM)
             if alone:
                 await ask_text(on)
             dense_found = await cur.fetchall()
+        if complete:  # its last row holds every cosine of the scope
+            *dense_found, (*_, packed) = dense_found
+            dense_found = [row[:5] for row in dense_found]
+            # None: a scope too wide for the exact search (the index answers) or without
+            # vectors; the walk then reads the vectors itself.
+            scored = sql.every_score(packed) if packed is not None else None
 
     async def ask_text(on: Conn) -> None:
         nonlocal text_found, waiting
@@ -162,6 +182,7 @@ async def _candidates(
             {i: float(s) for i, s, *_ in text_found} if len(text_found) < wanted else None
         ),
         waiting=waiting,
+        scored=scored,
     )
 
 
@@ -193,6 +214,7 @@ async def _walk(
         "known": [keys[i] for i in proposed if i in keys],
         "q": vector,
         "terms": list(tokens),
+        "scored": list(query.where.namespaces or ()) if found.scored is not None else [],
     }
     async with conn.pipeline():
         await conn.execute(sql.GENERIC)
@@ -211,6 +233,8 @@ async def _walk(
         named[a] = row_id
         if kind == _REACHED:
             found.texts[row_id] = (content, thread)
+            if score is None and found.scored is not None:
+                score = found.scored.get(a)
             if score is not None:
                 cosines[row_id] = float(score)
             if row_id in every_match:
