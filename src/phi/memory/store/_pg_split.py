@@ -60,8 +60,9 @@ async def knn_split(
     conn: Conn, beside: Conn | None, queries: Sequence[tuple[VectorParam, RowFilter]], k: int
 ) -> list[list[Hit]]:
     """`knn_many` of `queries`, answers in order: in two halves, one on `conn` and one on
-    `beside`, when there is a second connection and at least `SPLIT_FROM` queries."""
-    if beside is None or len(queries) < SPLIT_FROM:
+    `beside`, when there is a second connection (the caller asks for one from `SPLIT_FROM`
+    queries on)."""
+    if beside is None:
         return await knn_many(conn, queries, k)
     middle = len(queries) // 2
     head, tail = await at_once(

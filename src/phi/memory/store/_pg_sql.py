@@ -223,10 +223,7 @@ def exact_sql(
     A namespace scope filtered by status alone is read vectors first (`_nearest_first`)."""
     cond, params = where_sql(where)
     params |= {"q": vector, "k": k}
-    guard = ""
-    if guarded:
-        count, _ = scope_sql(where)
-        guard = f" AND ({count}) <= {EXACT_MAX}"
+    guard = _scope_guard(where) if guarded else ""
     extra = ", r.content, r.thread, r.id" if texts else ""
     if nearest_first(where):
         rest, _ = where_sql(replace(where, namespaces=None))
@@ -237,6 +234,22 @@ def exact_sql(
         f" JOIN rows r ON r.id = v.id{on_vectors} WHERE {cond}{guard}"
         " ORDER BY score DESC, r.id LIMIT %(k)s",
         params,
+    )
+
+
+def _scope_guard(where: RowFilter) -> str:
+    """A condition true only when `where`'s scope is at most `EXACT_MAX` rows."""
+    count, _ = scope_sql(where)
+    return f" AND ({count}) <= {EXACT_MAX}"
+
+
+def _near(guard: str, kept: str) -> str:
+    """The CTE `near`: the scope's namespace's vectors scored from its scope index alone,
+    best first (`kept`: a `LIMIT`, or none for every one)."""
+    return (
+        "near AS MATERIALIZED (SELECT v.id, 1 - (v.embedding <=> %(q)s::vector) AS score"
+        f" FROM row_vectors v WHERE v.namespace = ANY(%(w_namespace)s){guard}"
+        f" ORDER BY score DESC, v.id{kept})"
     )
 
 
@@ -258,9 +271,7 @@ def _nearest_first(rest: str, guard: str, extra: str, *, checked: bool) -> str:
     kept."""
     kept = "" if checked else " LIMIT %(k)s"
     return (
-        "WITH near AS MATERIALIZED (SELECT v.id, 1 - (v.embedding <=> %(q)s::vector) AS score"
-        f" FROM row_vectors v WHERE v.namespace = ANY(%(w_namespace)s){guard}"
-        f" ORDER BY score DESC, v.id{kept})"
+        f"WITH {_near(guard, kept)}"
         f" SELECT r.row_id, near.score{extra} FROM near JOIN rows r ON r.id = near.id"
         f" WHERE {rest} ORDER BY near.score DESC, near.id LIMIT %(k)s"
     )
@@ -282,12 +293,9 @@ def every_score_sql(where: RowFilter, k: int, vector: VectorParam) -> tuple[str,
     reads from outside the buffer cache, and ~80 index probes)."""
     _, params = where_sql(where)
     rest, _ = where_sql(replace(where, namespaces=None))
-    count, _ = scope_sql(where)
     params |= {"q": vector, "k": k}
     return (
-        "WITH near AS MATERIALIZED (SELECT v.id, 1 - (v.embedding <=> %(q)s::vector) AS score"
-        " FROM row_vectors v WHERE v.namespace = ANY(%(w_namespace)s)"
-        f" AND ({count}) <= {EXACT_MAX} ORDER BY score DESC, v.id),"
+        f"WITH {_near(_scope_guard(where), '')},"
         " ranked AS (SELECT r.row_id, near.score, r.content, r.thread, r.id, near.id AS nid"
         f" FROM near JOIN rows r ON r.id = near.id WHERE {rest}"
         " ORDER BY near.score DESC, near.id LIMIT %(k)s)"
