@@ -10,10 +10,9 @@ stood idle (SQLite: 182 ms). The second connection is only ever one the pool had
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, TypeVar
-
-import anyio
 
 from phi.memory.store._pg_schema import Conn
 from phi.memory.store._pg_sql import VectorParam, knn_many
@@ -34,26 +33,21 @@ core, beside the writes it runs behind: split too, its searches took both cores 
 async def at_once(
     first: Callable[[], Awaitable[A]], second: Callable[[], Awaitable[B]]
 ) -> tuple[A, B]:
-    """Both answers, the two run concurrently. A failure is raised as it is (the error the
-    one-connection path would raise), not wrapped in an exception group; the other is
-    cancelled."""
-    results: dict[int, object] = {}
-
-    async def run(index: int, fn: Callable[[], Awaitable[object]]) -> None:
-        results[index] = await fn()
-
+    """Both answers, the two run concurrently: `second` as a task of its own, `first` in
+    the caller's (a task group cost 0.17 ms a recall at 1M rows, paired: 6.59 -> 6.47 ms).
+    A failure is raised as it is (the error the one-connection path would raise); when
+    `first` fails, `second` is cancelled and waited for, so neither connection goes back
+    to the pool in the middle of a statement."""
+    other = asyncio.ensure_future(second())
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(run, 0, first)
-            group.start_soon(run, 1, second)
-    except BaseExceptionGroup as failed:
-        raise _first(failed) from None
-    return results[0], results[1]  # type: ignore[return-value]
-
-
-def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    found = group.exceptions[0]
-    return _first(found) if isinstance(found, BaseExceptionGroup) else found
+        answer = await first()
+    except BaseException:
+        other.cancel()
+        await asyncio.wait([other])
+        if not other.cancelled():
+            other.exception()  # retrieved: the caller hears of the first failure alone
+        raise
+    return answer, await other
 
 
 async def knn_split(

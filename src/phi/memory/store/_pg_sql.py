@@ -105,6 +105,40 @@ class _QueryVectorDumper(Dumper):
 psycopg.adapters.register_dumper(QueryVector, _QueryVectorDumper)
 
 VectorParam = str | QueryVector
+
+
+@dataclass(frozen=True, slots=True)
+class KeyArray:
+    """Row keys (`rows.id`) as an `int8[]` parameter, in PostgreSQL's binary array form
+    (`array_recv`): psycopg's list dumper adapts each int in Python, and a graph walk sends a
+    few hundred keys a search (at a million rows an eighth of the walk's time in this
+    process)."""
+
+    data: bytes
+
+    @classmethod
+    def of(cls, keys: Sequence[int]) -> KeyArray:
+        if not keys:  # no dimensions
+            return cls(struct.pack(">iiI", 0, 0, _INT8_OID))
+        items = np.empty(len(keys), dtype=[("size", ">i4"), ("key", ">i8")])
+        items["size"] = 8
+        items["key"] = keys
+        return cls(struct.pack(">iiIii", 1, 0, _INT8_OID, len(keys), 1) + items.tobytes())
+
+
+_INT8_OID: Final = 20
+_INT8_ARRAY_OID: Final = 1016
+
+
+class _KeyArrayDumper(Dumper):
+    format = Format.BINARY
+    oid = _INT8_ARRAY_OID
+
+    def dump(self, obj: KeyArray) -> bytes:
+        return obj.data
+
+
+psycopg.adapters.register_dumper(KeyArray, _KeyArrayDumper)
 """A query vector parameter: pgvector's text form (`vector_literal`) or `QueryVector`."""
 
 
