@@ -1,4 +1,4 @@
-"""Behaviour every `RowStore` shares when a store moves to another embedding model
+"""Behaviour every store shares as an `EmbeddingSwap`: moving to another embedding model
 (`stage_vectors`, `unstaged`, `count_unstaged`, `swap_embedding`): mixed into
 `RowStoreConformance`, so every backend runs it with the same `store` fixture."""
 
@@ -9,7 +9,7 @@ import numpy.typing as npt
 import pytest
 
 from phi.errors import EmbedderMismatch, StoreError
-from phi.memory.store import EmbeddingSpec, RowFilter, RowStore
+from phi.memory.store import EmbeddingSpec, RowFilter, Store
 from tests.memory.conformance_rows import CONFORMANCE_SPEC, make_row, vec, w
 
 NEW_SPEC = EmbeddingSpec(model="conformance-3d", dimension=3)
@@ -22,7 +22,7 @@ def vec3(*values: float) -> npt.NDArray[np.float32]:
 
 @pytest.mark.anyio
 class ReembedConformance:
-    async def test_staging_changes_nothing_until_the_swap(self, store: RowStore) -> None:
+    async def test_staging_changes_nothing_until_the_swap(self, store: Store) -> None:
         a, b = make_row("crows"), make_row("ravens", status="superseded")
         await store.write([w(a, vec(1, 0, 0, 0)), w(b, vec(0, 1, 0, 0))], [])
         assert [r.row_id for r in await store.unstaged(NEW_SPEC, limit=10)] == [a.row_id, b.row_id]
@@ -36,7 +36,7 @@ class ReembedConformance:
         hits = await store.vector_search(vec(1, 0, 0, 0), RowFilter(), limit=5)
         assert [h.row_id for h in hits] == [a.row_id]
 
-    async def test_swap_replaces_every_vector_and_the_model_at_once(self, store: RowStore) -> None:
+    async def test_swap_replaces_every_vector_and_the_model_at_once(self, store: Store) -> None:
         a, b = make_row("crows"), make_row("ravens", status="superseded", author="did:plc:b")
         await store.write([w(a, vec(1, 0, 0, 0)), w(b, vec(0, 1, 0, 0))], [])
         await store.stage_vectors(NEW_SPEC, {a.row_id: vec3(0, 0, 1)})
@@ -62,7 +62,7 @@ class ReembedConformance:
         await store.write([w(c, vec3(1, 0, 0))], [])
         assert await store.count_unstaged(NEW_SPEC) == 3
 
-    async def test_swap_waits_for_rows_written_meanwhile(self, store: RowStore) -> None:
+    async def test_swap_waits_for_rows_written_meanwhile(self, store: Store) -> None:
         a = make_row("crows")
         await store.write([w(a, vec(1, 0, 0, 0))], [])
         await store.stage_vectors(NEW_SPEC, {a.row_id: vec3(0, 0, 1)})
@@ -74,7 +74,7 @@ class ReembedConformance:
         assert await store.swap_embedding(NEW_SPEC, {late.row_id: vec3(1, 0, 0)}) == 0
         assert await store.embedding() == NEW_SPEC
 
-    async def test_a_queued_row_leaves_the_queue_with_the_move(self, store: RowStore) -> None:
+    async def test_a_queued_row_leaves_the_queue_with_the_move(self, store: Store) -> None:
         """A row waiting for its vector gets one from the move: nothing waits after it."""
         a, queued = make_row("crows"), make_row("ravens", namespace="ns-b")
         await store.write([w(a, vec(1, 0, 0, 0)), w(queued, None)], [])
@@ -86,7 +86,7 @@ class ReembedConformance:
         hits = await store.vector_search(vec3(0, 1, 0), RowFilter(), limit=1)
         assert [h.row_id for h in hits] == [queued.row_id]
 
-    async def test_staging_for_another_model_starts_over(self, store: RowStore) -> None:
+    async def test_staging_for_another_model_starts_over(self, store: Store) -> None:
         a, b = make_row("crows"), make_row("ravens")
         await store.write([w(a, vec(1, 0, 0, 0)), w(b, vec(0, 1, 0, 0))], [])
         await store.stage_vectors(NEW_SPEC, {a.row_id: vec3(0, 0, 1)})
@@ -95,7 +95,7 @@ class ReembedConformance:
         assert await store.count_unstaged(other) == 1
         assert await store.count_unstaged(NEW_SPEC) == 2
 
-    async def test_a_forgotten_rows_staged_vector_goes_with_it(self, store: RowStore) -> None:
+    async def test_a_forgotten_rows_staged_vector_goes_with_it(self, store: Store) -> None:
         a, b = make_row("crows"), make_row("secret", namespace="phi-users-did:plc:x")
         await store.write([w(a, vec(1, 0, 0, 0)), w(b, vec(0, 1, 0, 0))], [])
         await store.stage_vectors(NEW_SPEC, {a.row_id: vec3(0, 0, 1), b.row_id: vec3(0, 1, 0)})

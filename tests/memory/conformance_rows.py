@@ -21,7 +21,7 @@ import pytest
 
 from phi.errors import EmbedderMismatch, NamespaceNotFound, RowNotFound, StoreError
 from phi.memory.model import Edge, Row, content_hash, new_row_id
-from phi.memory.store import EmbeddingSpec, RowFilter, RowStore, RowWrite
+from phi.memory.store import EmbeddingSpec, RowFilter, RowStore, RowWrite, Store
 from phi.memory.store.base import (
     DERIVED_FROM,
     PUBLISHED_URIS,
@@ -376,7 +376,7 @@ class RowStoreConformance(ReembedConformance):
         elsewhere = RowFilter(namespaces=("ns-b",))
         assert await store.text_scores(["crows"], [a.row_id, b.row_id], elsewhere) == {}
 
-    async def test_hybrid_agrees_with_the_stepwise_definition(self, store: RowStore) -> None:
+    async def test_hybrid_agrees_with_the_stepwise_definition(self, store: Store) -> None:
         rows = [
             make_row(
                 f"turn {i} about {'crows' if i % 3 == 0 else 'tea'}",
@@ -420,9 +420,7 @@ class RowStoreConformance(ReembedConformance):
         assert len(fast.adjacency) == 5 and other.row_id not in fast.adjacency
         assert other.row_id not in {h.row_id for h in [*fast.dense, *fast.text]}
 
-    async def test_a_row_without_a_vector_is_text_searchable_and_waits(
-        self, store: RowStore
-    ) -> None:
+    async def test_a_row_without_a_vector_is_text_searchable_and_waits(self, store: Store) -> None:
         embedded, waiting = make_row("crows at dawn"), make_row("ravens at dusk", at=1)
         other = make_row("ravens elsewhere", namespace="ns-b", at=2)
         await store.write([w(embedded, vec(1, 0, 0, 0)), w(waiting, None), w(other, None)], [])
@@ -454,7 +452,7 @@ class RowStoreConformance(ReembedConformance):
             (e.src, e.dst, e.edge_type, e.weight) for e in await store.edges([waiting.row_id])
         ] == [(embedded.row_id, waiting.row_id, "semantic", 0.7)]
 
-    async def test_count_unembedded_is_the_filters_scope(self, store: RowStore) -> None:
+    async def test_count_unembedded_is_the_filters_scope(self, store: Store) -> None:
         """What a search reports as out of its dense reach: queued rows its filter admits."""
         embedded = make_row("embedded note")
         waiting = [
@@ -483,7 +481,7 @@ class RowStoreConformance(ReembedConformance):
         assert await store.count_unembedded(RowFilter(namespaces=("ns-a",))) == 0
 
     async def test_add_vectors_skips_erased_rows_and_keeps_a_first_vector(
-        self, store: RowStore
+        self, store: Store
     ) -> None:
         kept, erased = make_row("stays"), make_row("goes", namespace="ns-b")
         await store.write([w(kept, vec(1, 0, 0, 0)), w(erased, None)], [])
@@ -499,7 +497,7 @@ class RowStoreConformance(ReembedConformance):
         assert await store.edges([kept.row_id]) == []
 
     async def test_a_vector_of_the_wrong_size_is_refused_for_a_queued_row(
-        self, store: RowStore
+        self, store: Store
     ) -> None:
         row = make_row("waits")
         await store.write([w(row, None)], [])

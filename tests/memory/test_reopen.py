@@ -118,7 +118,7 @@ async def everything(memory: Memory) -> dict[str, Any]:
             (e.src, e.dst, e.edge_type, e.weight, e.created_at)
             for e in await memory.rows.edges(ids)
         ),
-        "unembedded": [r.row_id for r in await memory.rows.unembedded(limit=10)],
+        "unembedded": [r.row_id for r in await memory.store.unembedded(limit=10)],
         "marks": sorted(
             (m.pass_name, m.row_id, m.marked_at) for m in await memory.ledger.marks_of(ids)
         ),

@@ -38,7 +38,7 @@ from phi.memory.model import (
     validate_namespace,
     validate_row_text,
 )
-from phi.memory.store.base import RowFilter, RowStore, RowWrite
+from phi.memory.store.base import RowFilter, RowStore, RowWrite, Store
 from phi.redact import redact, redact_data
 
 __all__ = ["IngestPolicy", "embed_pending", "extract_refs", "write_rows"]
@@ -229,7 +229,7 @@ def _row_refs(row: Row, policy: IngestPolicy) -> list[str]:
 
 
 async def embed_pending(
-    store: RowStore, embedder: Embedder, *, policy: IngestPolicy, batch: int = 64
+    store: Store, embedder: Embedder, *, policy: IngestPolicy, batch: int = 64
 ) -> int:
     """Embed up to `batch` queued rows (oldest first) and link them semantically; return
     how many were embedded (0: the queue is empty)."""

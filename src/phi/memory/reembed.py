@@ -1,9 +1,9 @@
 """Moving a store to another embedding model, safely (`Memory.reembed`).
 
 Every row's text is embedded again with the new model, a batch at a time, and each batch is
-staged in the store beside the live vectors (`RowStore.stage_vectors`). The live vectors
+staged in the store beside the live vectors (`EmbeddingSwap.stage_vectors`). The live vectors
 and the store's bound model change only at the very end, in the one transaction that also
-stores the last batch (`RowStore.swap_embedding`). So at any moment before that commit the
+stores the last batch (`EmbeddingSwap.swap_embedding`). So at any moment before that commit the
 store is searchable with the old model, an interruption (a crash, a failing embedding
 server) loses nothing, and running the move again embeds only the rows not yet staged.
 Rows written while the move runs (by this process or another) are picked up before the
@@ -20,7 +20,7 @@ import anyio
 
 from phi.errors import InvalidInput
 from phi.memory.embed import Embedder
-from phi.memory.store import EmbeddingSpec, RowStore
+from phi.memory.store import EmbeddingSpec, Store
 
 __all__ = ["ReembedProgress", "ReembedReport", "reembed_rows"]
 
@@ -52,7 +52,7 @@ class ReembedReport:
 
 
 async def reembed_rows(
-    store: RowStore,
+    store: Store,
     to: Embedder,
     *,
     lock: anyio.Lock,

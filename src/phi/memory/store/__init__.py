@@ -10,6 +10,8 @@ from phi.memory.store.base import (
     DERIVED_FROM,
     PUBLISHED_URIS,
     EmbeddingSpec,
+    EmbeddingSwap,
+    EmbedQueue,
     ForgetReport,
     Hit,
     NamespaceInfo,
@@ -28,7 +30,9 @@ from phi.memory.store.sqlite import SQLiteStore
 __all__ = [
     "DERIVED_FROM",
     "PUBLISHED_URIS",
+    "EmbedQueue",
     "EmbeddingSpec",
+    "EmbeddingSwap",
     "ForgetReport",
     "Hit",
     "Ledger",

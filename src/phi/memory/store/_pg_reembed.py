@@ -1,4 +1,4 @@
-"""Moving a PostgreSQL store to another embedding model (`RowStore.stage_vectors` and
+"""Moving a PostgreSQL store to another embedding model (`EmbeddingSwap.stage_vectors` and
 friends).
 
 New vectors wait in `reembed_staging` (an unconstrained `vector` column, since the new

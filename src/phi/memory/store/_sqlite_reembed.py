@@ -1,4 +1,4 @@
-"""Moving a SQLite store to another embedding model (`RowStore.stage_vectors` and friends).
+"""Moving a SQLite store to another embedding model (`EmbeddingSwap.stage_vectors` and friends).
 
 New vectors wait in `reembed_staging`, beside the live ones, until every row has one; then
 one write transaction rebuilds `row_vectors` at the new dimension from them, records the

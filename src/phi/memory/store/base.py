@@ -214,38 +214,6 @@ class RowStore(Protocol):
         """Record `spec`, or raise `EmbedderMismatch` if the store holds another."""
         ...
 
-    # Moving to another embedding model: new vectors are staged beside the live ones, and
-    # one transaction swaps them in with the new model, so an interrupted move leaves the
-    # store as it was and a rerun continues where it stopped (`phi.memory.reembed`).
-
-    async def stage_vectors(
-        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
-    ) -> None:
-        """Keep `vectors` (by row id) for a later `swap_embedding` to `spec`, without
-        touching the live vectors. Vectors staged for another model are dropped first;
-        ids of rows that no longer exist are ignored; a forgotten row's vector goes too."""
-        ...
-
-    async def unstaged(self, spec: EmbeddingSpec, *, limit: int) -> list[Row]:
-        """Up to `limit` rows (any status, in insertion order) with no vector staged for
-        `spec`."""
-        ...
-
-    async def count_unstaged(self, spec: EmbeddingSpec) -> int:
-        """How many rows have no vector staged for `spec`."""
-        ...
-
-    async def swap_embedding(
-        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
-    ) -> int:
-        """Stage `vectors`, then, if every row has a vector staged for `spec`, replace all
-        live vectors with them and record `spec` as the store's model, in one transaction.
-
-        Returns how many rows still have none (rows written meanwhile): 0 means the store
-        moved; otherwise only the staging happened and the caller stages the rest.
-        """
-        ...
-
     async def write(
         self,
         rows: Sequence[RowWrite],
@@ -386,7 +354,11 @@ class RowStore(Protocol):
         """The references each given row mentions, sorted (rows with none are left out)."""
         ...
 
-    # -- the embedding queue: rows written without a vector (`RowWrite.vector` None) ------
+
+class EmbedQueue(Protocol):
+    """The embedding queue: rows written without a vector (`RowWrite.vector` None, as
+    `Memory.remember(..., defer_embedding=True)` writes them) wait in it until
+    `phi.memory.ingest.embed_pending` gives them one (`conformance_rows.py`'s queue tests)."""
 
     async def unembedded(self, *, limit: int) -> list[Row]:
         """Rows still waiting for their vector, oldest write first. The queue is durable:
@@ -407,9 +379,50 @@ class RowStore(Protocol):
         ...
 
 
-class Store(RowStore, Ledger, RowEraser, Protocol):
-    """A whole backend: one object that is a `RowStore`, a `Ledger` and a `RowEraser` (one
-    database, so `forget` can take rows, marks and state in one transaction)."""
+class EmbeddingSwap(Protocol):
+    """Moving a store to another embedding model: new vectors are staged beside the live
+    ones, and one transaction swaps them in with the new model, so an interrupted move
+    leaves the store as it was and a rerun continues where it stopped (`phi.memory.reembed`;
+    its conformance suite is `conformance_reembed.py`)."""
+
+    async def embedding(self) -> EmbeddingSpec | None:
+        """The embedding model recorded in the store, if any vector was ever written."""
+        ...
+
+    async def stage_vectors(
+        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
+    ) -> None:
+        """Keep `vectors` (by row id) for a later `swap_embedding` to `spec`, without
+        touching the live vectors. Vectors staged for another model are dropped first;
+        ids of rows that no longer exist are ignored; a forgotten row's vector goes too."""
+        ...
+
+    async def unstaged(self, spec: EmbeddingSpec, *, limit: int) -> list[Row]:
+        """Up to `limit` rows (any status, in insertion order) with no vector staged for
+        `spec`."""
+        ...
+
+    async def count_unstaged(self, spec: EmbeddingSpec) -> int:
+        """How many rows have no vector staged for `spec`."""
+        ...
+
+    async def swap_embedding(
+        self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
+    ) -> int:
+        """Stage `vectors`, then, if every row has a vector staged for `spec`, replace all
+        live vectors with them and record `spec` as the store's model, in one transaction.
+
+        Returns how many rows still have none (rows written meanwhile): 0 means the store
+        moved; otherwise only the staging happened and the caller stages the rest.
+        """
+        ...
+
+
+class Store(RowStore, EmbedQueue, EmbeddingSwap, Ledger, RowEraser, Protocol):
+    """A whole backend: one object that is a `RowStore`, an `EmbedQueue`, an
+    `EmbeddingSwap`, a `Ledger` and a `RowEraser` (one database, so `forget` can take rows,
+    marks and state in one transaction). Each capability is a protocol of its own, kept
+    small, with its own conformance tests."""
 
 
 def row_matches(row: Row, where: RowFilter) -> bool:
