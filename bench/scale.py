@@ -9,10 +9,11 @@ Repeat it to measure several stores on the same data; the last table then gives 
 store's figures as a ratio to the first's. Each size is measured on a store of its own.
 `--keep DIR` keeps them and reuses them on the next run, topped up to the size if they
 hold fewer rows: SQLite's as `DIR/scale-<rows>.db`, PostgreSQL's as the schema
-`phi_scale_<rows>` of the URL's database (a million rows take ~7 minutes to fill on
-SQLite, ~17 on PostgreSQL); a rerun measures again without filling (a PostgreSQL store's
-fresh vectors settled first, as `phi memory settle` would), and writes texts no run wrote
-before. `--plot FILE` draws scoped latency against rows (log scale).
+`phi_scale_<rows>` of the URL's database (a million rows took 3.4 minutes to fill on
+SQLite, 10.5 on PostgreSQL, on the 2-core machine of `bench/scale.md`); a rerun measures
+again without filling (a PostgreSQL store's fresh vectors settled first, as `phi memory
+settle` would), and writes texts no run wrote before. `--plot FILE` draws scoped latency
+against rows (log scale).
 
 `--dim D` (default 384, MiniLM's) fills and measures with synthetic D-d vectors, as an
 OpenAI-sized embedder (1,536-d) would store them. No model of that size runs here: new rows
