@@ -105,6 +105,11 @@ class _QueryVectorDumper(Dumper):
 psycopg.adapters.register_dumper(QueryVector, _QueryVectorDumper)
 
 VectorParam = str | QueryVector
+"""A query vector parameter: pgvector's text form (`vector_literal`) or `QueryVector`."""
+
+
+_INT8_OID: Final = 20
+_INT8_ARRAY_OID: Final = 1016
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,10 +131,6 @@ class KeyArray:
         return cls(struct.pack(">iiIii", 1, 0, _INT8_OID, len(keys), 1) + items.tobytes())
 
 
-_INT8_OID: Final = 20
-_INT8_ARRAY_OID: Final = 1016
-
-
 class _KeyArrayDumper(Dumper):
     format = Format.BINARY
     oid = _INT8_ARRAY_OID
@@ -139,7 +140,6 @@ class _KeyArrayDumper(Dumper):
 
 
 psycopg.adapters.register_dumper(KeyArray, _KeyArrayDumper)
-"""A query vector parameter: pgvector's text form (`vector_literal`) or `QueryVector`."""
 
 
 def where_sql(where: RowFilter, alias: str = "r") -> tuple[str, dict[str, Any]]:

@@ -383,11 +383,8 @@ class EmbeddingSwap(Protocol):
     """Moving a store to another embedding model: new vectors are staged beside the live
     ones, and one transaction swaps them in with the new model, so an interrupted move
     leaves the store as it was and a rerun continues where it stopped (`phi.memory.reembed`;
-    its conformance suite is `conformance_reembed.py`)."""
-
-    async def embedding(self) -> EmbeddingSpec | None:
-        """The embedding model recorded in the store, if any vector was ever written."""
-        ...
+    its conformance suite is `conformance_reembed.py`; the model the store holds now is
+    `RowStore.embedding`)."""
 
     async def stage_vectors(
         self, spec: EmbeddingSpec, vectors: Mapping[str, npt.NDArray[np.float32]]
